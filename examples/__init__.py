@@ -1,0 +1,1 @@
+"""Runnable hydrolite example programs (each is also exercised by the tests)."""

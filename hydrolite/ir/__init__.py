@@ -1,0 +1,1 @@
+"""The intermediate representation: immutable nodes, ids, metadata and the Flow graph."""

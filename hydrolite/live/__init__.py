@@ -1,0 +1,1 @@
+"""Live collections: typed, user-facing handles on IR nodes."""

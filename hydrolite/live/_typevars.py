@@ -1,0 +1,27 @@
+"""Type variables shared by the live collections.
+
+Tags are invariant so `Process[A]` and `Process[B]` never mix; Boundedness and Ordering
+have defaults so `Stream[int, Process[S]]` means an unbounded, totally ordered stream.
+"""
+
+from __future__ import annotations
+
+from typing_extensions import TypeVar
+
+from ..locations.locations import Location, TopLevel
+from ..locations.markers import Boundedness, Ordering, TotalOrder, Unbounded
+
+T = TypeVar("T")
+U = TypeVar("U")
+A = TypeVar("A")
+K = TypeVar("K")
+V = TypeVar("V")
+V2 = TypeVar("V2")
+Tag = TypeVar("Tag")
+Tag2 = TypeVar("Tag2")
+L = TypeVar("L", bound=Location)
+P = TypeVar("P", bound=TopLevel)
+B = TypeVar("B", bound=Boundedness, default=Unbounded)
+B2 = TypeVar("B2", bound=Boundedness)
+O = TypeVar("O", bound=Ordering, default=TotalOrder)
+O2 = TypeVar("O2", bound=Ordering)

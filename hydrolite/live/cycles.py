@@ -1,0 +1,56 @@
+"""Tick cycles: carry a collection from one tick to the next."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .._site import CallSite, capture_site
+from ..errors import BuildError
+from ..ir import nodes as n
+from ..ir.meta import Kind
+from ._base import Live
+
+if TYPE_CHECKING:
+    from ..locations.locations import Tick
+    from ..ir.ids import CycleId
+
+C = TypeVar("C", bound=Live)
+
+
+class TickCycle(Generic[C]):
+    """The write handle of a tick cycle; the placeholder it came with reads last tick's value."""
+
+    __slots__ = ("_tick", "_id", "_placeholder", "_site")
+
+    def __init__(self, tick: Tick[Any], cycle: CycleId, placeholder: C, site: CallSite) -> None:
+        self._tick = tick
+        self._id = cycle
+        self._placeholder = placeholder
+        self._site = site
+
+    def complete_next_tick(self, value: C) -> None:
+        """Feed `value` (computed in this tick) to the placeholder in the next tick."""
+        site = capture_site()
+        ph = self._placeholder.node.meta
+        if not isinstance(value, Live) or value.node.meta.kind is not ph.kind or value.node.meta.loc != ph.loc:
+            found = value.node.meta.type_str() if isinstance(value, Live) else repr(value)
+            raise BuildError(
+                "complete_next_tick()",
+                required=f"a {ph.type_str()} (the cycle's own kind and tick)",
+                found=found,
+                fix=f"complete the cycle created at {self._site} with a collection of the same tick",
+                site=site,
+            )
+        if ph.ordered and not value.node.meta.ordered:
+            raise BuildError(
+                "complete_next_tick()",
+                required="a TotalOrder collection (the placeholder is TotalOrder)",
+                found=value.node.meta.type_str(),
+                fix="use assume_ordering(nondet(...)) or sort() before completing the cycle",
+                site=site,
+            )
+        meta = value.node.meta
+        if meta.kind is Kind.SINGLETON:  # last tick's value: absent in the very first tick
+            meta = meta.but(kind=Kind.OPTIONAL)
+        deferred = n.DeferTick(meta=meta, site=site, input=value.node)
+        self._tick.flow._complete_cycle(n.CycleSink(meta=meta, site=site, input=deferred, cycle=self._id))

@@ -1,0 +1,1 @@
+"""Locations (Process, Cluster, Tick), markers and the flow builder."""

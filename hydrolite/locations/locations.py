@@ -1,0 +1,197 @@
+"""User-facing locations: processes, clusters, ticks; plus member ids and align points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, NoReturn
+
+from typing_extensions import TypeVar
+
+from .._site import CallSite, capture_site
+from ..errors import BuildError
+from ..ir import nodes as n
+from ..ir.ids import AlignId, ClusterId, CycleId, LocId, ProcessId, TickId, TopId
+from ..ir.meta import Kind, Meta
+
+if TYPE_CHECKING:
+    from ..live.cycles import TickCycle
+    from ..live.keyed_stream import KeyedStream
+    from ..live.singleton import OptionalSingleton, Singleton
+    from ..live.stream import Stream
+    from .flow import FlowBuilder
+    from .markers import Bounded, TotalOrder, Unbounded
+
+Tag = TypeVar("Tag")
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+P = TypeVar("P", bound="TopLevel")
+
+
+class Location:
+    """Base of every location; `id` is what the IR records."""
+
+    __slots__ = ("_flow", "id")
+
+    def __init__(self, flow: FlowBuilder, id: LocId) -> None:
+        self._flow = flow
+        self.id = id
+
+    @property
+    def flow(self) -> FlowBuilder:
+        return self._flow
+
+    def __repr__(self) -> str:
+        return f"<{self.id}>"
+
+
+class TopLevel(Location):
+    """A Process or Cluster: collections here are asynchronous and unbounded."""
+
+    __slots__ = ()
+    id: TopId
+
+    def tick(self: P) -> Tick[P]:
+        """A new logical clock on this location."""
+        return Tick(self, self._flow._new_tick(self.id, capture_site()))
+
+    def local_align_point(self: P) -> LocalAlignPoint[P]:
+        """A point at which aligned batches/snapshots see the same version of shared upstreams."""
+        site = capture_site()
+        return LocalAlignPoint(self, self._flow._new_align(self.id, site), site)
+
+    def source(self: P, name: str, ty: type[T]) -> Stream[T, P, Unbounded, TotalOrder]:
+        """A named input port of element type `ty`, bound at run time."""
+        from ..live.stream import Stream
+
+        site = capture_site()
+        meta = Meta(Kind.STREAM, self.id, bounded=False, ordered=True, elem=ty)
+        node = n.Source(meta=meta, site=site, port=name)
+        self._flow._register_source(node)
+        return Stream(node, self)
+
+    def keyed_source(self: P, name: str, key: type[K], value: type[V]) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
+        """A named input port of (key, value) pairs, seen as a keyed stream."""
+        from ..live.keyed_stream import KeyedStream
+
+        site = capture_site()
+        meta = Meta(Kind.KEYED_STREAM, self.id, bounded=False, ordered=True, elem=value, key=key)
+        node = n.Source(meta=meta, site=site, port=name)
+        self._flow._register_source(node)
+        return KeyedStream(node, self)
+
+    def source_iter(self: P, values: Iterable[T]) -> Stream[T, P, Bounded, TotalOrder]:
+        """A finite literal input (handy for constants and tests)."""
+        from ..live.stream import Stream
+
+        items = tuple(values)
+        elem = type(items[0]) if items and all(type(x) is type(items[0]) for x in items) else None
+        meta = Meta(Kind.STREAM, self.id, bounded=True, ordered=True, elem=elem)
+        return Stream(n.SourceIter(meta=meta, site=capture_site(), values=items), self)
+
+
+class Process(TopLevel, Generic[Tag]):
+    """A single machine, named by a tag class: `flow.process(Server)` is `Process[Server]`."""
+
+    __slots__ = ()
+    id: ProcessId
+
+
+class Cluster(TopLevel, Generic[Tag]):
+    """A set of machines running the same program; each member keeps its own state."""
+
+    __slots__ = ()
+    id: ClusterId
+
+
+class Tick(Location, Generic[P]):
+    """A logical clock on a top-level location; collections inside are Bounded per tick."""
+
+    __slots__ = ("outer",)
+    id: TickId
+
+    def __init__(self, outer: P, id: TickId) -> None:
+        super().__init__(outer.flow, id)
+        self.outer = outer
+
+    if not TYPE_CHECKING:
+
+        def tick(self) -> NoReturn:  # only visible at run time: mypy reports attr-defined
+            raise BuildError(
+                "tick()",
+                required="a Process or Cluster to create a tick on",
+                found=f"a tick ({self.id}); ticks do not nest",
+                fix="call .tick() on the top-level location instead (tick.outer.tick())",
+            )
+
+        def source(self, *args: Any, **kwargs: Any) -> NoReturn:
+            raise BuildError(
+                "source()",
+                required="a Process or Cluster (ports are top-level)",
+                found=f"a tick ({self.id})",
+                fix="declare the source on tick.outer and batch() it into the tick",
+            )
+
+    def singleton(self, value: T) -> Singleton[T, Tick[P], Bounded]:
+        """A constant singleton holding `value` in every tick."""
+        from ..live.singleton import Singleton
+
+        meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(value))
+        return Singleton(n.TickConstant(meta=meta, site=capture_site(), value=value), self)
+
+    def stream_cycle(self, ty: type[T]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, TotalOrder]], Stream[T, Tick[P], Bounded, TotalOrder]]:
+        """A stream that holds, in each tick, what the handle is completed with in the previous one."""
+        from ..live.stream import Stream
+
+        meta = Meta(Kind.STREAM, self.id, bounded=True, ordered=True, elem=ty)
+        return self._cycle(Stream, meta, n.CycleSource)
+
+    def singleton_cycle(self, initial: T) -> tuple[TickCycle[Singleton[T, Tick[P], Bounded]], Singleton[T, Tick[P], Bounded]]:
+        """A singleton carrying state to the next tick; `initial` in the first tick."""
+        from ..live.singleton import Singleton
+
+        meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(initial))
+        return self._cycle(Singleton, meta, n.CycleSource, initial=initial)
+
+    def optional_cycle(self, ty: type[T]) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
+        """An optional singleton carried to the next tick (empty in the first tick)."""
+        from ..live.singleton import OptionalSingleton
+
+        meta = Meta(Kind.OPTIONAL, self.id, bounded=True, ordered=True, elem=ty)
+        return self._cycle(OptionalSingleton, meta, n.CycleSource)
+
+    def _cycle(self, cls: Any, meta: Meta, node_cls: type[n.CycleSource], **extra: Any) -> tuple[Any, Any]:
+        from ..live.cycles import TickCycle
+
+        site = capture_site()
+        cid = self._flow._new_cycle(self.id, site)
+        placeholder = cls(node_cls(meta=meta, site=site, cycle=cid, **extra), self)
+        return TickCycle(self, cid, placeholder, site), placeholder
+
+
+@dataclass(frozen=True, order=True)
+class MemberId(Generic[Tag]):
+    """The id of one member of `Cluster[Tag]`."""
+
+    raw: int
+
+    def __str__(self) -> str:
+        return f"member#{self.raw}"
+
+
+class LocalAlignPoint(Generic[P]):
+    """An align point on one location (see DESIGN.md §2): generic, so mixing locations is a type error."""
+
+    __slots__ = ("loc", "id", "site")
+
+    def __init__(self, loc: P, id: AlignId, site: CallSite) -> None:
+        self.loc = loc
+        self.id = id
+        self.site = site
+
+    def __repr__(self) -> str:
+        return f"<{self.id} created at {self.site}>"
+
+
+__all__ = ["Location", "TopLevel", "Process", "Cluster", "Tick", "MemberId", "LocalAlignPoint", "CycleId"]
