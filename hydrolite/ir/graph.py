@@ -50,6 +50,30 @@ class AlignPointInfo:
 
 
 @dataclass(frozen=True)
+class Diagnostic:
+    """A compiler warning or note about the user's program, pointing at their source."""
+
+    level: str  # "warning" | "note"
+    code: str  # e.g. "align-noop"
+    message: str
+    site: CallSite
+
+    def __str__(self) -> str:
+        return f"{self.site}: {self.level}: {self.message} [{self.code}]"
+
+
+@dataclass(frozen=True)
+class AlignedRegion:
+    """Nodes the alignment pass placed into one merged tick for one align point."""
+
+    align: AlignId
+    tick: TickId
+    merged_ticks: tuple[TickId, ...]  # the user's ticks that now run as `tick`
+    nodes: tuple[Node, ...]  # carried nodes and entry batches, inputs first
+    site: CallSite  # where the align point was created
+
+
+@dataclass(frozen=True)
 class Flow:
     """A finished program: the roots (sinks and cycle sinks) of its IR graph and its ports."""
 
@@ -59,6 +83,9 @@ class Flow:
     ticks: tuple[TickId, ...] = ()
     align_points: tuple[AlignPointInfo, ...] = ()
     name: str = "flow"
+    aligned: bool = False  # True once the alignment pass has run
+    regions: tuple[AlignedRegion, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
     _order: list[Node] = field(default_factory=list, compare=False, repr=False)
 
     def nodes(self) -> list[Node]:
