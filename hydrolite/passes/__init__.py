@@ -15,8 +15,9 @@ contract, which the simulator and the Spark planner both rely on:
   reached it in this tick and keeps its state across ticks; a carried stream emits this
   tick's new elements, a carried (keyed) singleton holds its current cumulative value.
 * **Entry.** Every edge from a top-level node into the region gets a new
-  `Batch(tick=merged, align=point, nondet=...)`: the region's only choice point (a prefix of
-  the pending elements; any subset for NoOrder inputs).
+  `Batch(tick=merged, align=point, nondet=...)` (a `Snapshot` when the node is a singleton
+  kind): the region's only choice points (a prefix of the pending elements, any subset for
+  NoOrder inputs; or a version of the singleton). One entry per (node, merged tick).
 * **Aligned reads.** A `Snapshot` / `Batch` with `align` set whose input now lives in the
   same tick reads that input's value (singleton) or this tick's delta (stream): no choice.
 * **Release.** A `ReleaseAligned` whose input lives in the merged tick emits that input's
