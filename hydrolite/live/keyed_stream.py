@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from .._site import capture_site
 from ..ir import nodes as n
 from ..ir.meta import Kind, pair_type
+from ..locations.locations import Cluster, Process
 from ..locations.markers import Bounded, NoOrder, TotalOrder, Unbounded
 from ..nondet import NonDet
 from . import keyed_singleton as _kg
 from . import stream as _st
 from ._base import Live
-from ._typevars import A, B, K, L, O, P, U, V, V2
+from ._typevars import A, B, K, L, O, P, U, V, V2, Tag
 from .ports import SinkPort
 
 if TYPE_CHECKING:
@@ -183,7 +184,11 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         ap = self._need_align_of(align, "aligned_at()")
         return self._derive(KeyedStream, n.AlignedAt, self._meta, input=self._node, align=ap.id)
 
-    def sink(self: KeyedStream[K, V, P, B, O], name: str) -> SinkPort[tuple[K, V]]:
+    @overload  # overloads rather than P: see Stream.sink
+    def sink(self: KeyedStream[K, V, Process[Tag], B, O], name: str) -> SinkPort[tuple[K, V]]: ...
+    @overload
+    def sink(self: KeyedStream[K, V, Cluster[Tag], B, O], name: str) -> SinkPort[tuple[K, V]]: ...
+    def sink(self, name: str) -> SinkPort[Any]:
         """Write every (key, value) pair to the named output port."""
         self._need_top("sink()", "sinks are top-level: all_ticks() the keyed stream first")
         node = n.Sink(meta=self._meta, site=capture_site(), input=self._node, port=name)

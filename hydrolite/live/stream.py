@@ -238,10 +238,11 @@ class Stream(Live, Generic[T, L, B, O]):
         """Send every element to every member of a cluster."""
         return self._send(dest, n.SendMode.BROADCAST, "broadcast()", Cluster)
 
+    # The payload is U, not T: T is the class's own parameter, already bound to the pair type.
     @overload
-    def demux(self: Stream[tuple[MemberId[Tag2], T], Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[T, Cluster[Tag2], Unbounded, O]: ...
+    def demux(self: Stream[tuple[MemberId[Tag2], U], Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[U, Cluster[Tag2], Unbounded, O]: ...
     @overload
-    def demux(self: Stream[tuple[MemberId[Tag2], T], Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], T, Cluster[Tag2], Unbounded, O]: ...
+    def demux(self: Stream[tuple[MemberId[Tag2], U], Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], U, Cluster[Tag2], Unbounded, O]: ...
     def demux(self, dest: Cluster[Any]) -> Any:
         """Send each (member_id, x) element's x to that member only."""
         return self._send(dest, n.SendMode.DEMUX, "demux()", Cluster)
@@ -259,7 +260,13 @@ class Stream(Live, Generic[T, L, B, O]):
         return self._derive(Stream, n.Send, meta, loc=dest, input=self._node, dest=dest.id, mode=mode)
 
     # ------------------------------------------------------------- output
-    def sink(self: Stream[T, P, B, O], name: str) -> SinkPort[T]:
+    # Overloads, not `self: Stream[T, P, B, O]`: mypy does not check a TypeVar's bound when it
+    # is solved from an explicit self type, so P would accept a Tick location.
+    @overload
+    def sink(self: Stream[T, Process[Tag], B, O], name: str) -> SinkPort[T]: ...
+    @overload
+    def sink(self: Stream[T, Cluster[Tag], B, O], name: str) -> SinkPort[T]: ...
+    def sink(self, name: str) -> SinkPort[Any]:
         """Write every element to the named output port."""
         self._need_top("sink()", "sinks are top-level: all_ticks() the stream first")
         node = n.Sink(meta=self._meta, site=capture_site(), input=self._node, port=name)

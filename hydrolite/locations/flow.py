@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._site import CallSite, capture_site
-from ..errors import FlowError
+from ..errors import BuildError, FlowError
 from ..ir import nodes as n
 from ..ir.graph import AlignPointInfo, Flow
 from ..ir.ids import AlignId, ClusterId, CycleId, ProcessId, TickId, TopId
@@ -41,8 +41,10 @@ class FlowBuilder:
         self._check_open()
         name = getattr(tag, "__qualname__", None)
         if not isinstance(tag, type) or name is None:
-            raise FlowError(
-                f"a location is named by a tag class; got {tag!r}",
+            raise BuildError(
+                "process()/cluster()",
+                required="a tag class naming the location",
+                found=f"{type(tag).__name__} {tag!r}",
                 fix="declare `class Server: ...` and call flow.process(Server)",
             )
         if name in self._tags:
