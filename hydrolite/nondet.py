@@ -35,7 +35,8 @@ def nondet(reason: str) -> NonDet:
             fix='write nondet("queries may be answered in any grouping")',
             site=site,
         )
-    if not reason.strip() or reason.strip().lower() in _PLACEHOLDERS:
+    words = reason.strip().lower().rstrip(".:!-")
+    if not any(c.isalnum() for c in reason) or words in _PLACEHOLDERS:
         raise BuildError(
             "nondet()",
             required="a non-empty reason that is not a placeholder",

@@ -91,10 +91,21 @@ class Live:
                 fix=fix or "call all_ticks() (streams) or latest() (singletons) to leave the tick first",
             )
 
+    def _need_same_flow(self, other: Location, op: str) -> None:
+        # Two flows can hold equal location ids (same tag, same index): compare the builders.
+        if other.flow is not self._loc.flow:
+            raise BuildError(
+                op,
+                required=f"a collection or location of the same FlowBuilder ({self._loc.flow.name!r})",
+                found=f"{other.id} of another FlowBuilder ({other.flow.name!r})",
+                fix="build the whole program with one FlowBuilder",
+            )
+
     def _need_same_loc(self, other: object, op: str, kinds: tuple[Kind, ...], what: str) -> Live:
         if not isinstance(other, Live) or other._meta.kind not in kinds:
             found = other._found() if isinstance(other, Live) else f"{type(other).__name__} {other!r}"
             raise BuildError(op, required=f"{what} as its argument", found=found, fix=f"pass {what}")
+        self._need_same_flow(other._loc, op)
         if other._meta.loc != self._meta.loc:
             raise BuildError(
                 op,
@@ -111,6 +122,7 @@ class Live:
         self._need_top(op, "batch/snapshot are taken from top-level collections only")
         if not isinstance(tick, Tick):
             raise BuildError(op, required="a Tick", found=f"{type(tick).__name__} {tick!r}", fix="pass loc.tick()")
+        self._need_same_flow(tick, op)
         if tick.id.outer != self._meta.loc:
             raise BuildError(
                 op,
@@ -130,6 +142,7 @@ class Live:
                 found=f"{type(align).__name__} {align!r}",
                 fix="create one with loc.local_align_point()",
             )
+        self._need_same_flow(align.loc, op)
         top = self._meta.loc.outer if isinstance(self._meta.loc, TickId) else self._meta.loc
         if align.id.loc != top:
             raise BuildError(

@@ -32,7 +32,12 @@ class TickCycle(Generic[C]):
         """Feed `value` (computed in this tick) to the placeholder in the next tick."""
         site = capture_site()
         ph = self._placeholder.node.meta
-        if not isinstance(value, Live) or value.node.meta.kind is not ph.kind or value.node.meta.loc != ph.loc:
+        if (
+            not isinstance(value, Live)
+            or value.node.meta.kind is not ph.kind
+            or value.node.meta.loc != ph.loc
+            or value.location.flow is not self._tick.flow
+        ):
             found = value.node.meta.type_str() if isinstance(value, Live) else repr(value)
             raise BuildError(
                 "complete_next_tick()",

@@ -251,6 +251,7 @@ class Stream(Live, Generic[T, L, B, O]):
         self._need_top(op, "send from the top level: all_ticks() the stream first")
         if not isinstance(dest, dest_cls):
             raise BuildError(op, required=f"a {dest_cls.__name__} destination", found=f"{type(dest).__name__} {dest!r}", fix="send() targets a Process; broadcast()/demux() target a Cluster")
+        self._need_same_flow(dest, op)
         if dest.id == self._meta.loc:
             raise BuildError(op, required="a different location to send to", found=f"{dest.id}, the stream's own location", fix="drop the send: the data is already there")
         meta = self._meta.but(loc=dest.id, bounded=False, elem=None if mode is n.SendMode.DEMUX else self._meta.elem)

@@ -119,7 +119,8 @@ class FlowBuilder:
 
     # ------------------------------------------------------------- finishing
     def finalize(self) -> Flow:
-        """Check the program is complete and return its immutable IR."""
+        """Check the program is complete and return its immutable IR (once)."""
+        self._check_open()
         missing = [c for c in self._cycles if c not in self._completed]
         if missing:
             c = missing[0]

@@ -126,12 +126,19 @@ class Tick(Location, Generic[P]):
             )
 
         def source(self, *args: Any, **kwargs: Any) -> NoReturn:
-            raise BuildError(
-                "source()",
-                required="a Process or Cluster (ports are top-level)",
-                found=f"a tick ({self.id})",
-                fix="declare the source on tick.outer and batch() it into the tick",
-            )
+            self._top_only("source()", "declare the source on tick.outer and batch() it into the tick")
+
+        def keyed_source(self, *args: Any, **kwargs: Any) -> NoReturn:
+            self._top_only("keyed_source()", "declare the source on tick.outer and batch() it into the tick")
+
+        def source_iter(self, *args: Any, **kwargs: Any) -> NoReturn:
+            self._top_only("source_iter()", "use tick.singleton(value), or source_iter on tick.outer and batch() it")
+
+        def local_align_point(self) -> NoReturn:
+            self._top_only("local_align_point()", "create the point on tick.outer; ticks join it via batch_aligned/snapshot_aligned")
+
+        def _top_only(self, op: str, fix: str) -> NoReturn:
+            raise BuildError(op, required="a Process or Cluster (a top-level location)", found=f"a tick ({self.id})", fix=fix)
 
     def singleton(self, value: T) -> Singleton[T, Tick[P], Bounded]:
         """A constant singleton holding `value` in every tick."""
