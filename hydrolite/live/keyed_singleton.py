@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic
 
 from ..ir import nodes as n
-from ..ir.meta import Kind
+from ..ir.meta import Kind, pair_type
 from ..locations.markers import Bounded, NoOrder, Unbounded
 from ..nondet import NonDet
 from . import keyed_stream as _ks
@@ -40,7 +40,8 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
     def entries(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[tuple[K, V], L, Bounded, NoOrder]:
         """(key, value) pairs of this tick's map."""
         self._need_bounded("entries()", "snapshot(tick, nondet(...)) the keyed singleton first")
-        return self._derive(_st.Stream, n.Entries, self._meta.but(kind=Kind.STREAM, ordered=False, elem=None, key=None), input=self._node)
+        meta = self._meta.but(kind=Kind.STREAM, ordered=False, elem=pair_type(self._meta), key=None)
+        return self._derive(_st.Stream, n.Entries, meta, input=self._node)
 
     def keys(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[K, L, Bounded, NoOrder]:
         """The keys present in this tick's map."""
