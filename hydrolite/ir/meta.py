@@ -36,7 +36,7 @@ def type_name(t: Any) -> str:
     if isinstance(t, type) and not getattr(t, "__args__", None):
         return t.__qualname__
     text = repr(t)
-    return text.replace("typing.", "").replace("builtins.", "")
+    return text.replace("typing.", "").replace("builtins.", "").replace("NoneType", "None")
 
 
 @dataclass(frozen=True)
