@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, overload
 
@@ -168,7 +169,9 @@ class Stream(Live, Generic[T, L, B, O]):
 
     def into_keyed(self: Stream[tuple[K, V], L, B, O]) -> KeyedStream[K, V, L, B, O]:
         """A stream of (k, v) tuples seen as one stream of v per key k."""
-        meta = self._meta.but(kind=Kind.KEYED_STREAM, elem=None, key=None)
+        args = typing.get_args(self._meta.elem) if typing.get_origin(self._meta.elem) is tuple else ()
+        key, value = args if len(args) == 2 and Ellipsis not in args else (None, None)
+        meta = self._meta.but(kind=Kind.KEYED_STREAM, elem=value, key=key)
         return self._derive(_ks.KeyedStream, n.IntoKeyed, meta, input=self._node)
 
     # ------------------------------------------------------------- order
