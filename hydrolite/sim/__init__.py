@@ -1,0 +1,82 @@
+"""The simulator: run hydrolite programs in pure Python and explore their non-determinism.
+
+```python
+from hydrolite import sim
+
+@sim.exhaustive(counter.build)             # one line: a pytest test exploring every schedule
+def test_counter(s: sim.Simulator) -> None:
+    increment, query = s.sender("increment"), s.sender("query")
+    ack, response = s.receiver("increment_ack"), s.receiver("query_response")
+    increment.send(("c1", None))
+    ack.next()
+    query.send(("c1", None))
+    response.assert_yields([("c1", 1)])
+```
+
+`Simulator(flow).exhaustive(scenario)` / `.fuzz(scenario, iterations=, seed=)` /
+`.replay(scenario, "v1:...")` are the same modes without the decorator. See `world.py` for
+the execution model and `explore.py` for failure reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..ir.graph import Flow
+from .errors import DeterminismViolation, ExplorationLimit, NoMoreOutput, SimulationFailure, SimUsageError, UserFunctionError
+from .explore import Simulator
+from .ports import Receiver, Sender
+from .registry import evaluator_for, registered
+
+__all__ = [
+    "DeterminismViolation",
+    "ExplorationLimit",
+    "NoMoreOutput",
+    "Receiver",
+    "Sender",
+    "SimUsageError",
+    "SimulationFailure",
+    "Simulator",
+    "UserFunctionError",
+    "evaluator_for",
+    "exhaustive",
+    "fuzz",
+    "registered",
+]
+
+TestFn = Callable[[], None]
+FlowSource = Flow | Callable[[], Flow]
+
+
+def _as_test(fn: Callable[[Simulator], object], run: Callable[[Simulator, Callable[[Simulator], object]], int], flow: FlowSource, cluster_sizes: Mapping[str, int] | None) -> TestFn:
+    def test() -> None:
+        s = Simulator(flow, cluster_sizes=cluster_sizes)
+        setattr(test, "executions", run(s, fn))
+
+    test.__name__ = fn.__name__
+    test.__qualname__ = fn.__qualname__
+    test.__doc__ = fn.__doc__
+    test.__module__ = fn.__module__
+    return test
+
+
+def exhaustive(flow: FlowSource, *, cluster_sizes: Mapping[str, int] | None = None, max_executions: int = 200_000) -> Callable[[Callable[[Simulator], object]], TestFn]:
+    """Decorator: the function is a scenario run on every execution of `flow`; the result is
+    a zero-argument test (its `executions` attribute holds the count after it ran)."""
+
+    def decorate(fn: Callable[[Simulator], object]) -> TestFn:
+        return _as_test(fn, lambda s, f: s.exhaustive(f, max_executions=max_executions), flow, cluster_sizes)
+
+    return decorate
+
+
+def fuzz(
+    flow: FlowSource, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", cluster_sizes: Mapping[str, int] | None = None, **options: Any
+) -> Callable[[Callable[[Simulator], object]], TestFn]:
+    """Decorator: like `exhaustive`, on `iterations` seeded random executions."""
+
+    def decorate(fn: Callable[[Simulator], object]) -> TestFn:
+        return _as_test(fn, lambda s, f: s.fuzz(f, iterations=iterations, seed=seed, engine=engine, **options), flow, cluster_sizes)
+
+    return decorate

@@ -1,0 +1,61 @@
+"""Errors the simulator raises: failed executions, user-function errors, misuse."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import HydroliteError, format_at
+from .values import render
+
+if TYPE_CHECKING:
+    from ..ir.nodes import Node
+
+
+class SimUsageError(HydroliteError, ValueError):
+    """The test used the simulator wrongly (unknown port, missing cluster member, ...)."""
+
+
+class NoMoreOutput(AssertionError):
+    """A receiver waited for an output, but nothing more can be produced in this execution."""
+
+
+class UserFunctionError(HydroliteError, RuntimeError):
+    """A function the user passed to an operator raised; names the operator, site and element."""
+
+    def __init__(self, node: Node, element: Any, where: str, exc: BaseException) -> None:
+        self.node = node
+        self.element = element
+        self.where = where
+        self.exc = exc
+        super().__init__(
+            format_at(
+                node.site,
+                f"{node.op}() raised {type(exc).__name__}: {exc}",
+                f"element: {render(element)}",
+                f"while: {where}",
+            )
+        )
+
+
+class SimulationFailure(AssertionError):
+    """An explored execution failed; the message is the full report (see `report.py`).
+
+    Attributes: `choices` (the shrunk choice sequence), `replay` (its encoded form),
+    `executions` (how many executions ran before the failure), `cause` (the original error).
+    """
+
+    def __init__(self, report: str, *, choices: list[int], replay: str, executions: int, cause: BaseException) -> None:
+        super().__init__(report)
+        self.report = report
+        self.choices = choices
+        self.replay = replay
+        self.executions = executions
+        self.cause = cause
+
+
+class DeterminismViolation(AssertionError):
+    """An output whose type promises determinism differed between two explored schedules."""
+
+
+class ExplorationLimit(HydroliteError, RuntimeError):
+    """An execution did not quiesce within the step budget (a tick keeps itself busy)."""

@@ -1,0 +1,281 @@
+"""`Simulator`: runs a scenario once per explored execution, in exhaustive, fuzz or replay mode.
+
+A failing execution is shrunk (smallest choice sequence failing the same way), replayed
+with tracing on, and raised as `SimulationFailure` whose message is the report: the
+assertion, the steps and choices with the user's file:line and code, and a replay line.
+Outputs whose type promises determinism are compared across executions with the same inputs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import random
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, overload
+
+from ..ir.graph import Flow
+from ..live.ports import SinkPort
+from .choices import Chooser, DataChooser, PrefixChooser, RandomChooser, ReplayDiverged, next_prefix
+from .errors import DeterminismViolation, ExplorationLimit, SimulationFailure, SimUsageError
+from .ports import Receiver, Sender
+from .program import Program, compile_program
+from .report import REPLAY_ENV, failure_report, format_trace
+from .shrink import shrink
+from .values import decode_choices, encode_choices, render
+from .world import World
+
+T = TypeVar("T")
+Scenario = Callable[..., object]
+_SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PASSTHROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _aligned(flow: Flow) -> Flow:
+    from ..passes.align import align_flow
+
+    return align_flow(flow)
+
+
+def _signature(e: BaseException) -> tuple[str, str, str]:
+    """What makes two failures 'the same': error type, the test's line, the operator's site."""
+    where = ""
+    for frame, line in traceback.walk_tb(e.__traceback__):
+        if not frame.f_code.co_filename.startswith(_SIM_DIR):
+            where = f"{frame.f_code.co_filename}:{line}"
+    node = getattr(e, "node", None)
+    return type(e).__name__, where, str(node.site) if node is not None else ""
+
+
+class Simulator:
+    """Explores the executions of one program under a scenario written against its ports."""
+
+    def __init__(
+        self,
+        flow: Flow | Callable[[], Flow],
+        *,
+        cluster_sizes: Mapping[str, int] | None = None,
+        align: bool = True,
+        max_steps: int = 10_000,
+    ) -> None:
+        built = flow if isinstance(flow, Flow) else flow()
+        self.flow = _aligned(built) if align else built
+        self.program: Program = compile_program(self.flow, cluster_sizes)
+        self.max_steps = max_steps
+        self.executions = 0  # executions explored by the last exhaustive/fuzz/replay call
+        self._world: World | None = None
+        self._senders: dict[tuple[str, int | None], Sender[Any]] = {}
+        self._receivers: dict[tuple[str, int | None], Receiver[Any]] = {}
+        self._seen: dict[Any, tuple[tuple[Any, ...], list[int]]] = {}
+
+    # ------------------------------------------------------------- ports
+    @property
+    def world(self) -> World:
+        """The execution currently running (senders and receivers act on it)."""
+        if self._world is None:
+            raise SimUsageError("no execution is running: send and receive inside the scenario passed to exhaustive()/fuzz()/replay()")
+        return self._world
+
+    def _place(self, top: Any, port: str, member: int | None) -> int:
+        places = self.program.places_of[top]
+        if self.program.places[places[0]].member is None:
+            if member is not None:
+                raise SimUsageError(f"port {port!r} is on {top}, a process: do not pass member=")
+            return places[0]
+        if member is None or not 0 <= member < len(places):
+            raise SimUsageError(f"port {port!r} is on {top} with {len(places)} members: pass member=0..{len(places) - 1}")
+        return places[member]
+
+    def sender(self, port: str, ty: type[T] | None = None, *, member: int | None = None) -> Sender[T]:
+        """A sender bound to source `port` (and to one member on a cluster)."""
+        key = (port, member)
+        if key not in self._senders:
+            op = self.program.sources.get(port)
+            if op is None:
+                raise SimUsageError(f"the program has no source port {port!r} (ports: {sorted(self.program.sources)})")
+            self._senders[key] = Sender(self, op, self._place(op.node.meta.loc, port, member), ty)
+        return self._senders[key]
+
+    @overload
+    def receiver(self, port: SinkPort[T], *, member: int | None = None) -> Receiver[T]: ...
+    @overload
+    def receiver(self, port: str, *, member: int | None = None) -> Receiver[Any]: ...
+    def receiver(self, port: SinkPort[Any] | str, *, member: int | None = None) -> Receiver[Any]:
+        """A receiver bound to sink `port` (a name or the SinkPort returned by sink())."""
+        name = port if isinstance(port, str) else port.name
+        key = (name, member)
+        if key not in self._receivers:
+            op = self.program.sinks.get(name)
+            if op is None:
+                raise SimUsageError(f"the program has no sink port {name!r} (ports: {sorted(self.program.sinks)})")
+            self._receivers[key] = Receiver(self, op, self._place(op.node.meta.loc, name, member))
+        return self._receivers[key]
+
+    # ------------------------------------------------------------- one execution
+    def _caller(self, scenario: Scenario) -> Callable[[], object]:
+        try:
+            params = inspect.signature(scenario).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        required = [p for p in params.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return (lambda: scenario(self)) if required else scenario
+
+    def _run(self, call: Callable[[], object], chooser: Chooser, trace: bool = False) -> World:
+        """One execution driven by `chooser`; the scenario's exceptions propagate."""
+        w = self._world = World(self.program, chooser.choose, trace, self.max_steps)
+        call()
+        return w
+
+    def _attempt(self, call: Callable[[], object], sig: tuple[str, str, str]) -> Callable[[list[int]], list[int] | None]:
+        def attempt(candidate: list[int]) -> list[int] | None:
+            ch = PrefixChooser(candidate)
+            try:
+                self._run(call, ch)
+            except _PASSTHROUGH:
+                raise
+            except BaseException as e:
+                return ch.choices if _signature(e) == sig else None
+            return None
+
+        return attempt
+
+    def _fail(self, call: Callable[[], object], error: BaseException, choices: list[int], headline: str, shrunk: bool = True) -> SimulationFailure:
+        """Shrink, replay with tracing, and build the failure to raise."""
+        original = list(choices)
+        expect_error = not isinstance(error, DeterminismViolation)  # a violation needs the earlier run
+        if shrunk and expect_error:
+            choices = shrink(choices, self._attempt(call, _signature(error)))
+        final, reproduced = error, not expect_error
+        try:
+            self._run(call, PrefixChooser(choices), trace=True)
+        except _PASSTHROUGH:
+            raise
+        except BaseException as e:
+            final, reproduced = e, True
+        trace = self._world.trace if self._world is not None and reproduced else None
+        encoded = encode_choices(choices)
+        notes = [] if choices == original else [f"(shrunk from {len(original)} to {len(choices)} choices: {encode_choices(original)})"]
+        if not reproduced:
+            notes.append("(replaying these choices did not fail again: a user function or the scenario is not deterministic)")
+        report = failure_report(headline, final, trace, choices, encoded, notes)
+        return SimulationFailure(report, choices=choices, replay=encoded, executions=self.executions, cause=final)
+
+    def _check_determinism(self, w: World, choices: list[int]) -> None:
+        sinks = self.program.deterministic_sinks
+        if not sinks:
+            return
+        key = repr(w.sends)
+        outputs = tuple(tuple(w.states[self.program.places_of[self.program.sinks[s].node.meta.loc][0]][self.program.sinks[s].idx][0]) for s in sinks)  # type: ignore[index]
+        seen = self._seen.setdefault(key, (outputs, list(choices)))
+        if seen[0] != outputs:
+            diff = next(i for i in range(len(sinks)) if seen[0][i] != outputs[i])
+            raise DeterminismViolation(
+                f"sink {sinks[diff]!r} promises a deterministic output ({self.program.sinks[sinks[diff]].node.meta.type_str()}, "
+                f"derived from no nondet choice), but two schedules with the same inputs produced "
+                f"{render(list(seen[0][diff]))} and {render(list(outputs[diff]))} "
+                f"(the first came from {encode_choices(seen[1])}); a user function is probably not pure"
+            )
+
+    # ------------------------------------------------------------- modes
+    def _env_replay(self, scenario: Scenario) -> bool:
+        text = os.environ.get(REPLAY_ENV)
+        if not text:
+            return False
+        print(self.replay(scenario, text))
+        return True
+
+    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000) -> int:
+        """Run `scenario` once per choice sequence; return how many executions were explored."""
+        if self._env_replay(scenario):
+            return 1
+        call = self._caller(scenario)
+        self._seen.clear()
+        prefix: list[int] | None = []
+        self.executions = 0
+        while prefix is not None:
+            ch = PrefixChooser(prefix)
+            self.executions += 1
+            try:
+                w = self._run(call, ch)
+                self._check_determinism(w, ch.choices)
+            except _PASSTHROUGH:
+                raise
+            except BaseException as e:
+                raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: exhaustive exploration, execution #{self.executions}") from e
+            if self.executions >= max_executions:
+                raise ExplorationLimit(f"exhaustive exploration stopped after {max_executions} executions; use fuzz() or smaller inputs")
+            prefix = next_prefix(ch.choices, ch.branching)
+        return self.executions
+
+    def fuzz(self, scenario: Scenario, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", database: Any = None) -> int:
+        """Run `scenario` on `iterations` random executions (seeded); return how many ran.
+
+        engine="random": a seeded PRNG (fast), failures shrunk by `shrink`.
+        engine="hypothesis": choices drawn from Hypothesis, which shrinks failures itself and
+        keeps them in its example database (pass `database=` to choose one).
+        """
+        if self._env_replay(scenario):
+            return 1
+        call = self._caller(scenario)
+        self._seen.clear()
+        if engine == "hypothesis":
+            return self._hypothesis(call, iterations, seed, database)
+        if engine != "random":
+            raise SimUsageError(f"unknown fuzz engine {engine!r}: use 'random' or 'hypothesis'")
+        rng = random.Random(seed)
+        self.executions = 0
+        for _ in range(iterations):
+            ch = RandomChooser(rng)
+            self.executions += 1
+            try:
+                w = self._run(call, ch)
+                self._check_determinism(w, ch.choices)
+            except _PASSTHROUGH:
+                raise
+            except BaseException as e:
+                raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: fuzzing (seed {seed}), execution #{self.executions}") from e
+        return self.executions
+
+    def _hypothesis(self, call: Callable[[], object], iterations: int, seed: int | None, database: Any) -> int:
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import seed as hseed
+        from hypothesis import strategies as st
+
+        last: list[DataChooser] = []
+        self.executions = 0
+
+        def prop(data: Any) -> None:
+            ch = DataChooser(data)
+            last[:] = [ch]
+            self.executions += 1
+            w = self._run(call, ch)
+            self._check_determinism(w, ch.choices)
+
+        test = settings(max_examples=iterations, deadline=None, database=database, suppress_health_check=list(HealthCheck))(given(st.data())(prop))
+        if seed is not None:
+            test = hseed(seed)(test)
+        try:
+            test()
+        except _PASSTHROUGH:
+            raise
+        except BaseException as e:
+            choices = last[0].choices if last else []
+            raise self._fail(call, e, choices, "hydrolite simulation failed: fuzzing with Hypothesis (shrunk by Hypothesis)", shrunk=False) from e
+        return self.executions
+
+    def replay(self, scenario: Scenario, choices: str | list[int]) -> str:
+        """Run exactly one recorded execution; return its trace (raises its failure, if any)."""
+        seq = decode_choices(choices) if isinstance(choices, str) else list(choices)
+        call = self._caller(scenario)
+        self.executions = 1
+        ch = PrefixChooser(seq, strict=True)
+        try:
+            w = self._run(call, ch, trace=True)
+        except ReplayDiverged as e:
+            raise SimUsageError(f"cannot replay {encode_choices(seq)}: {e}; the program or the scenario changed since it was recorded") from e
+        except _PASSTHROUGH:
+            raise
+        except BaseException as e:
+            raise self._fail(call, e, seq, "hydrolite simulation failed: replay", shrunk=False) from e
+        return "\n".join(format_trace(w.trace or []))

@@ -1,0 +1,176 @@
+"""Typed test handles: senders bound to source ports, receivers bound to sink ports.
+
+Handles belong to a `Simulator` and always act on its *current* execution, so a scenario can
+create them once (outside) or look them up inside; the same scenario runs once per explored
+execution.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+
+from ..ir.meta import Kind
+from .errors import NoMoreOutput, SimUsageError
+from .values import render
+
+if TYPE_CHECKING:
+    from .explore import Simulator
+    from .ops_time import SinkOp, SourceOp
+
+T = TypeVar("T")
+
+
+def _checker(t: Any) -> Callable[[Any], bool] | None:
+    """A run-time check for a declared element type (None when it cannot be checked)."""
+    if t is None or t is Any:
+        return None
+    if t is type(None):
+        return lambda x: x is None
+    origin = typing.get_origin(t)
+    if origin is tuple:
+        args = typing.get_args(t)
+        if not args or Ellipsis in args:
+            return lambda x: isinstance(x, tuple)
+        checks = [_checker(a) for a in args]
+        return lambda x: isinstance(x, tuple) and len(x) == len(checks) and all(c is None or c(v) for c, v in zip(checks, x))
+    if origin in (typing.Union, types.UnionType):
+        alts = [_checker(a) for a in typing.get_args(t)]
+        return None if any(a is None for a in alts) else (lambda x: any(a(x) for a in alts if a is not None))
+    if isinstance(origin, type):
+        return lambda x: isinstance(x, origin)
+    if isinstance(t, type):
+        if t is float:
+            return lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+        return lambda x: isinstance(x, t)
+    return None
+
+
+class Sender(Generic[T]):
+    """Feeds elements to a source port of the program (one process or cluster member)."""
+
+    __slots__ = ("_sim", "_op", "_place", "port", "_check", "_expects")
+
+    def __init__(self, sim: Simulator, op: SourceOp, place: int, declared: Any) -> None:
+        self._sim = sim
+        self._op = op
+        self._place = place
+        self.port: str = getattr(op.node, "port")
+        meta = op.node.meta
+        expected: Any = tuple[meta.key, meta.elem] if meta.kind is Kind.KEYED_STREAM else meta.elem  # type: ignore[name-defined]
+        if meta.kind is Kind.KEYED_STREAM and (meta.key is None or meta.elem is None):
+            expected = tuple
+        self._expects = declared if declared is not None else expected
+        self._check = _checker(self._expects)
+
+    def send(self, x: T) -> None:
+        """Send one element; it is processed by the top level of the program at once."""
+        if self._check is not None and not self._check(x):
+            raise SimUsageError(
+                f"send() to port {self.port!r} (declared at {self._op.node.site} as "
+                f"{self._op.node.meta.type_str()}) expects {self._expects}, got {render(x)}"
+            )
+        self._sim.world.send(self._op, self._place, x)
+
+    def send_many(self, xs: Iterable[T]) -> None:
+        """Send several elements, in order."""
+        for x in xs:
+            self.send(x)
+
+    def __repr__(self) -> str:
+        return f"<Sender {self.port!r}>"
+
+
+class Receiver(Generic[T]):
+    """Reads the outputs of a sink port, running the program until they appear.
+
+    Waiting (`next`, the `assert_*` methods) runs scheduler steps (each possibly a choice)
+    until an output is there. When nothing more can be produced in this execution, `next`
+    fails it with `NoMoreOutput` (an AssertionError): the test expected an output the
+    program cannot give. On a NoOrder sink, `next` returns outputs in this execution's
+    arrival order; prefer `assert_yields_unordered` there.
+    """
+
+    __slots__ = ("_sim", "_op", "_place", "port")
+
+    def __init__(self, sim: Simulator, op: SinkOp, place: int) -> None:
+        self._sim = sim
+        self._op = op
+        self._place = place
+        self.port: str = getattr(op.node, "port")
+
+    def _state(self) -> list[Any]:
+        s: list[Any] = self._sim.world.states[self._place][self._op.idx]
+        return s
+
+    def next(self) -> T:
+        """The next output; runs the program until there is one."""
+        w = self._sim.world
+        s = w.states[self._place][self._op.idx]
+        while s[1] >= len(s[0]):
+            if not w.step():
+                raise NoMoreOutput(
+                    f"receiver {self.port!r} waited for an output, but nothing more can be produced in this "
+                    f"execution (received so far: {render(s[0])})"
+                )
+        x: T = s[0][s[1]]
+        s[1] += 1
+        if w.trace is not None:
+            w.trace.append(("recv", self.port, w.prog.places[self._place].label, x))
+        return x
+
+    def collect(self) -> list[T]:
+        """Every remaining output, once the program cannot produce any more."""
+        w = self._sim.world
+        w.run_until_quiet()
+        s = self._state()
+        out: list[T] = s[0][s[1] :]
+        s[1] = len(s[0])
+        if w.trace is not None and out:
+            w.trace.append(("recv", self.port, w.prog.places[self._place].label, out))
+        return out
+
+    def assert_yields(self, expected: Iterable[T]) -> None:
+        """The next outputs are exactly `expected`, in order (more may follow)."""
+        want = list(expected)
+        for i, e in enumerate(want):
+            try:
+                got = self.next()
+            except NoMoreOutput:
+                raise NoMoreOutput(f"{self.port!r} ended early: still expected {render(want[i:])}") from None
+            if got != e:
+                raise AssertionError(f"{self.port!r} yielded {render(got)}, expected {render(e)} (item {i + 1} of {render(want)})")
+
+    def assert_yields_unordered(self, expected: Iterable[T]) -> None:
+        """The next len(expected) outputs are `expected`, in any order."""
+        want = list(expected)
+        remaining = list(want)
+        for _ in range(len(want)):
+            try:
+                got = self.next()
+            except NoMoreOutput:
+                raise NoMoreOutput(f"{self.port!r} ended early: still expected {render(remaining)} (in any order)") from None
+            if got not in remaining:
+                raise AssertionError(f"{self.port!r} yielded unexpected {render(got)}; still expected {render(remaining)} (in any order)")
+            remaining.remove(got)
+
+    def assert_no_more(self) -> None:
+        """Nothing more is produced, whatever runs next."""
+        extra = self.collect()
+        if extra:
+            raise AssertionError(f"{self.port!r} yielded unexpected {render(extra)}, expected no more outputs")
+
+    def assert_yields_only(self, expected: Iterable[T]) -> None:
+        """Exactly `expected`, in order, and then nothing more."""
+        self.assert_yields(expected)
+        self.assert_no_more()
+
+    def assert_yields_only_unordered(self, expected: Iterable[T]) -> None:
+        """Exactly `expected`, in any order, and then nothing more."""
+        self.assert_yields_unordered(expected)
+        self.assert_no_more()
+
+    def __repr__(self) -> str:
+        return f"<Receiver {self.port!r}>"

@@ -1,0 +1,79 @@
+"""Run-time value helpers shared by the evaluators: sentinels, copying, rendering."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Final
+
+
+class _Sentinel:
+    """A named singleton marker (prints as its name)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> str:  # copying keeps identity
+        return self.name
+
+
+EMPTY: Final = _Sentinel("EMPTY")  # an optional singleton without a value
+NOTHING: Final = _Sentinel("NOTHING")  # "no output" from a push (nothing to propagate)
+UNSET: Final = _Sentinel("UNSET")  # a singleton input that has produced no version yet
+
+_IMMUTABLE: frozenset[type] = frozenset({int, float, complex, str, bytes, bool, type(None), frozenset, range})
+
+
+def immutable(v: Any) -> bool:
+    """Whether `v` can be shared safely between versions (primitives and tuples of them)."""
+    t = type(v)
+    if t in _IMMUTABLE:
+        return True
+    if t is tuple:
+        return all(immutable(x) for x in v)
+    return False
+
+
+def fresh(v: Any) -> Any:
+    """A private copy of a fold's initial value, unless it is immutable."""
+    return v if immutable(v) else copy.deepcopy(v)
+
+
+def render(v: Any, limit: int = 8) -> str:
+    """A short, deterministic rendering of a released value for traces."""
+    if isinstance(v, list):
+        items = [render(x, limit) for x in v[:limit]]
+        more = f", ... ({len(v)} total)" if len(v) > limit else ""
+        return "[" + ", ".join(items) + more + "]"
+    if isinstance(v, dict):
+        items = [f"{render(k)}: {render(x)}" for k, x in list(v.items())[:limit]]
+        more = f", ... ({len(v)} total)" if len(v) > limit else ""
+        return "{" + ", ".join(items) + more + "}"
+    text = repr(v)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def encode_choices(choices: list[int]) -> str:
+    """The compact replay string of a choice sequence (`v1:1.0.3`)."""
+    return "v1:" + ".".join(str(c) for c in choices)
+
+
+def decode_choices(text: str) -> list[int]:
+    """Parse a replay string made by `encode_choices`."""
+    text = text.strip()
+    if not text.startswith("v1:"):
+        raise ValueError(f"not a hydrolite replay string (expected 'v1:...'): {text!r}")
+    body = text[3:]
+    if not body:
+        return []
+    try:
+        out = [int(p) for p in body.split(".")]
+    except ValueError:
+        raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers") from None
+    if any(c < 0 for c in out):
+        raise ValueError(f"malformed replay string {text!r}: choices are non-negative")
+    return out
