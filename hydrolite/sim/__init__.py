@@ -24,12 +24,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..ir.graph import Flow
+from .choices import Chooser, EagerChooser, PrefixChooser, RandomChooser
 from .errors import DeterminismViolation, ExplorationLimit, NoMoreOutput, SimulationFailure, SimUsageError, UserFunctionError
 from .explore import Simulator
 from .ports import Receiver, Sender
 from .registry import evaluator_for, registered
 
 __all__ = [
+    "Chooser",
+    "EagerChooser",
+    "PrefixChooser",
+    "RandomChooser",
     "DeterminismViolation",
     "ExplorationLimit",
     "NoMoreOutput",

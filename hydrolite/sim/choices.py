@@ -63,6 +63,18 @@ def next_prefix(choices: list[int], branching: list[int]) -> list[int] | None:
     return choices[:i] + [choices[i] + 1]
 
 
+class EagerChooser(Chooser):
+    """Always the last option: batches release everything pending, snapshots the newest
+    version, the scheduler the last runnable action. One quick, synchronous-looking run."""
+
+    __slots__ = ()
+
+    def choose(self, n: int) -> int:
+        self.choices.append(n - 1)
+        self.branching.append(n)
+        return n - 1
+
+
 class RandomChooser(Chooser):
     """Uniformly random choices from a seeded generator."""
 

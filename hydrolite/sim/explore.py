@@ -8,6 +8,7 @@ Outputs whose type promises determinism are compared across executions with the 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 import random
@@ -208,19 +209,21 @@ class Simulator:
             prefix = next_prefix(ch.choices, ch.branching)
         return self.executions
 
-    def fuzz(self, scenario: Scenario, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", database: Any = None) -> int:
+    def fuzz(self, scenario: Scenario, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", database: Any = "default") -> int:
         """Run `scenario` on `iterations` random executions (seeded); return how many ran.
 
         engine="random": a seeded PRNG (fast), failures shrunk by `shrink`.
         engine="hypothesis": choices drawn from Hypothesis, which shrinks failures itself and
-        keeps them in its example database (pass `database=` to choose one).
+        keeps them in its example database (Hypothesis's default, keyed by the scenario and
+        the flow; pass `database=None` for none), replaying stored failures first.
         """
         if self._env_replay(scenario):
             return 1
         call = self._caller(scenario)
         self._seen.clear()
         if engine == "hypothesis":
-            return self._hypothesis(call, iterations, seed, database)
+            key = f"hydrolite.sim|{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', '')}|{self.flow.name}"
+            return self._hypothesis(call, iterations, seed, database, key)
         if engine != "random":
             raise SimUsageError(f"unknown fuzz engine {engine!r}: use 'random' or 'hypothesis'")
         rng = random.Random(seed)
@@ -237,7 +240,7 @@ class Simulator:
                 raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: fuzzing (seed {seed}), execution #{self.executions}") from e
         return self.executions
 
-    def _hypothesis(self, call: Callable[[], object], iterations: int, seed: int | None, database: Any) -> int:
+    def _hypothesis(self, call: Callable[[], object], iterations: int, seed: int | None, database: Any, key: str) -> int:
         from hypothesis import HealthCheck, given, settings
         from hypothesis import seed as hseed
         from hypothesis import strategies as st
@@ -252,7 +255,9 @@ class Simulator:
             w = self._run(call, ch)
             self._check_determinism(w, ch.choices)
 
-        test = settings(max_examples=iterations, deadline=None, database=database, suppress_health_check=list(HealthCheck))(given(st.data())(prop))
+        options: dict[str, Any] = {} if database == "default" else {"database": database}
+        test = settings(max_examples=iterations, deadline=None, suppress_health_check=list(HealthCheck), **options)(given(st.data())(prop))
+        setattr(test, "_hypothesis_internal_database_key", hashlib.sha256(key.encode()).digest())
         if seed is not None:
             test = hseed(seed)(test)
         try:
@@ -263,6 +268,10 @@ class Simulator:
             choices = last[0].choices if last else []
             raise self._fail(call, e, choices, "hydrolite simulation failed: fuzzing with Hypothesis (shrunk by Hypothesis)", shrunk=False) from e
         return self.executions
+
+    def run_once(self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False) -> World:
+        """Run one execution (first options by default, or `chooser`'s); errors propagate as is."""
+        return self._run(self._caller(scenario), chooser or PrefixChooser([]), trace)
 
     def replay(self, scenario: Scenario, choices: str | list[int]) -> str:
         """Run exactly one recorded execution; return its trace (raises its failure, if any)."""
