@@ -24,7 +24,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..locations.locations import MemberId
-from .errors import ExplorationLimit
+from .errors import ExplorationLimit, SimUsageError
 from .program import Program, TickPlan
 from .registry import Op, Role
 from .values import NOTHING, UNSET, render
@@ -91,7 +91,7 @@ class World:
             if o is NOTHING:
                 continue
             if c.streamlike:
-                raise ExplorationLimit(f"{c.node.op}() at {c.node.site} emits elements before its tick ever ran")
+                raise SimUsageError(f"{c.node.op}() at {c.node.site} would emit elements before its tick ever ran (unsupported in an aligned region)")
             self._carried_init(c, p, o)
 
     # ------------------------------------------------------------- top level
