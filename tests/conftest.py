@@ -1,1 +1,1 @@
-pytest_plugins = ["hydrolite.sim.pytest_plugin"]
+pytest_plugins = ["hydrolite.sim.pytest_plugin", "pytester"]

@@ -77,7 +77,7 @@ def exhaustive(flow: FlowSource, *, cluster_sizes: Mapping[str, int] | None = No
 
 
 def fuzz(
-    flow: FlowSource, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", cluster_sizes: Mapping[str, int] | None = None, **options: Any
+    flow: FlowSource, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", cluster_sizes: Mapping[str, int] | None = None, **options: Any
 ) -> Callable[[Callable[[Simulator], object]], TestFn]:
     """Decorator: like `exhaustive`, on `iterations` seeded random executions."""
 

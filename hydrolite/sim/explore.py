@@ -209,7 +209,7 @@ class Simulator:
             prefix = next_prefix(ch.choices, ch.branching)
         return self.executions
 
-    def fuzz(self, scenario: Scenario, *, iterations: int = 2_000, seed: int | None = 0, engine: str = "random", database: Any = "default") -> int:
+    def fuzz(self, scenario: Scenario, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", database: Any = "default") -> int:
         """Run `scenario` on `iterations` random executions (seeded); return how many ran.
 
         engine="random": a seeded PRNG (fast), failures shrunk by `shrink`.

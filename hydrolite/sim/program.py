@@ -148,6 +148,11 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
             _connect(op, port, child)
         by_id[id(node)] = op
         ops.append(op)
+    for src in flow.sources.values():  # declared but unused sources still accept sends
+        if id(src) not in by_id:
+            op = evaluator_for(type(src))(src, len(ops), Role.TOP, (), ())
+            by_id[id(src)] = op
+            ops.append(op)
     tops = list(dict.fromkeys([top_of(x.meta.loc) for x in nodes] + [s.meta.loc for s in flow.sources.values()]))
     places, places_of = _places([t for t in tops if not isinstance(t, TickId)], cluster_sizes or {})
     _link_cycles(ops)

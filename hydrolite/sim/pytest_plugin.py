@@ -21,10 +21,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--sim-replay", default=None, metavar="v1:...", help=f"replay one recorded execution (same as {REPLAY_ENV})")
 
 
+_saved = pytest.StashKey[tuple[bool, str | None]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     replay = config.getoption("--sim-replay", default=None)
     if replay:
+        config.stash[_saved] = (True, os.environ.get(REPLAY_ENV))
         os.environ[REPLAY_ENV] = str(replay)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    changed, previous = config.stash.get(_saved, (False, None))
+    if changed:  # leave the environment as we found it (matters for in-process runs)
+        if previous is None:
+            os.environ.pop(REPLAY_ENV, None)
+        else:
+            os.environ[REPLAY_ENV] = previous
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
