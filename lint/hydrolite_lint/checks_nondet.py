@@ -78,7 +78,8 @@ def _inline_constant_fix(model: ModuleModel, call: CallInfo, expr: cst.BaseExpre
         or (call.scope is binding.scope and binding.order > call.order)
     ):
         return None
-    return Fix(f"inline the constant {expr.value}", replace=((expr, binding.value),))
+    # a copy: one node object must not sit at two places of the tree (positions, later fixes)
+    return Fix(f"inline the constant {expr.value}", replace=((expr, binding.value.deep_clone()),))
 
 
 # ---------------------------------------------------------------------- placement
@@ -138,7 +139,7 @@ def _inline_variable_fix(model: ModuleModel, call: CallInfo, binding: Binding) -
         func.value, call.scope, call.order
     ):
         return None
-    return Fix(f"move nondet(...) into its consumer and drop `{binding.name}`", replace=((use.node, call.node),), remove=(stmt,))
+    return Fix(f"move nondet(...) into its consumer and drop `{binding.name}`", replace=((use.node, call.node.deep_clone()),), remove=(stmt,))
 
 
 # ---------------------------------------------------------------------- consumers

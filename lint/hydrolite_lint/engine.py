@@ -77,9 +77,9 @@ def _lint(source: str, path: str, config: Config, fix: bool, report: FileReport)
         return report
     issues = _issues(module, config)
     if fix:
-        module, issues = _fix(module, config, issues, report)
+        module, issues, source = _fix(module, config, issues, report, source)
         if report.fixed:
-            report.source = source = module.code
+            report.source = source
     report.findings = _findings(path, module, source, issues)
     return report
 
@@ -121,15 +121,19 @@ def _issues(module: cst.Module, config: Config) -> list[Issue]:
     return [i for i in found if i.code in enabled]
 
 
-def _fix(module: cst.Module, config: Config, issues: list[Issue], report: FileReport) -> tuple[cst.Module, list[Issue]]:
+def _fix(
+    module: cst.Module, config: Config, issues: list[Issue], report: FileReport, source: str
+) -> tuple[cst.Module, list[Issue], str]:
+    """Apply unsuppressed fixes in rounds (a fix can expose another) until none applies."""
     for _ in range(_MAX_FIX_ROUNDS):
-        source = module.code
-        where = positions(module, [i.node for i in issues if i.fix is not None])
+        fixable = [i for i in issues if i.fix is not None]
+        if not fixable:
+            break
+        where = positions(module, [i.node for i in fixable])
         lines = _lines(source)
         fixes: list[Fix] = []
-        for issue in issues:
-            if issue.fix is None:
-                continue
+        for issue in fixable:
+            assert issue.fix is not None
             line = where.get(id(issue.node), (1, 1))[0]
             if not is_suppressed(lines[line - 1] if line <= len(lines) else "", issue.code):
                 fixes.append(issue.fix)
@@ -137,9 +141,9 @@ def _fix(module: cst.Module, config: Config, issues: list[Issue], report: FileRe
         if not applied:
             break
         report.fixed += applied
-        module = cst.parse_module(module.code)  # fresh nodes and a model that matches the text
+        source = module.code
         issues = _issues(module, config)
-    return module, issues
+    return module, issues, source
 
 
 def _findings(path: str, module: cst.Module, source: str, issues: list[Issue]) -> list[Finding]:

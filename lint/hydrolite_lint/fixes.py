@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from .findings import Fix
+from .walker import fields_of
 
 
 def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> tuple[cst.Module, int]:
@@ -21,15 +22,36 @@ def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> tuple[cst.Module, i
         chosen.append(fix)
     if not chosen:
         return module, 0
-    transformer = _Apply(chosen)
-    return module.visit(transformer), len(chosen)
+    spine: set[int] = set()
+    _mark_spine(module, touched, spine)
+    return module.visit(_Apply(chosen, spine)), len(chosen)
+
+
+def _mark_spine(node: cst.CSTNode, targets: set[int], spine: set[int]) -> bool:
+    """Collect the ids of `node`'s descendants (and itself) that contain a target."""
+    hit = id(node) in targets
+    for name in fields_of(type(node)):
+        value = getattr(node, name)
+        children = value if isinstance(value, (tuple, list)) else (value,)
+        for child in children:
+            if isinstance(child, cst.CSTNode) and _mark_spine(child, targets, spine):
+                hit = True
+    if hit:
+        spine.add(id(node))
+    return hit
 
 
 class _Apply(cst.CSTTransformer):
-    def __init__(self, fixes: Sequence[Fix]) -> None:
+    """Rebuilds only the nodes on the way to a fix (libcst rebuilds every node it enters)."""
+
+    def __init__(self, fixes: Sequence[Fix], spine: set[int]) -> None:
         super().__init__()
         self.replace = {id(old): new for fix in fixes for old, new in fix.replace}
         self.remove = {id(node) for fix in fixes for node in fix.remove}
+        self.spine = spine
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.spine
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         new = self.replace.get(id(original_node))

@@ -35,7 +35,8 @@ _FIELDS: dict[type[cst.CSTNode], tuple[str, ...]] = {}
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
-def _fields(tp: type[cst.CSTNode]) -> tuple[str, ...]:
+def fields_of(tp: type[cst.CSTNode]) -> tuple[str, ...]:
+    """The fields of a node type that can hold expressions or statements, in declaration order."""
     names = _FIELDS.get(tp)
     if names is None:
         names = tuple(
@@ -123,7 +124,7 @@ class _Walker:
         if handler is not None:
             handler(node)
             return
-        for name in _fields(type(node)):
+        for name in fields_of(type(node)):
             value = getattr(node, name)
             if isinstance(value, cst.CSTNode):
                 self.visit(value)
