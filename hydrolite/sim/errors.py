@@ -59,3 +59,10 @@ class DeterminismViolation(AssertionError):
 
 class ExplorationLimit(HydroliteError, RuntimeError):
     """An execution did not quiesce within the step budget (a tick keeps itself busy)."""
+
+
+class Pruned(BaseException):
+    """Internal: this execution only repeats an explored one (all next actions are asleep).
+
+    A BaseException so that a scenario's `except Exception` cannot swallow it.
+    """

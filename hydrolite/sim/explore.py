@@ -19,7 +19,7 @@ from typing import Any, TypeVar, overload
 from ..ir.graph import Flow
 from ..live.ports import SinkPort
 from .choices import Chooser, DataChooser, PrefixChooser, RandomChooser, ReplayDiverged, next_prefix
-from .errors import DeterminismViolation, ExplorationLimit, SimulationFailure, SimUsageError
+from .errors import DeterminismViolation, ExplorationLimit, Pruned, SimulationFailure, SimUsageError
 from .ports import Receiver, Sender
 from .program import Program, compile_program
 from .report import REPLAY_ENV, failure_report, format_trace
@@ -65,6 +65,8 @@ class Simulator:
         self.program: Program = compile_program(self.flow, cluster_sizes)
         self.max_steps = max_steps
         self.executions = 0  # executions explored by the last exhaustive/fuzz/replay call
+        self.pruned = 0  # executions the last exhaustive call abandoned as repeats (sleep sets)
+        self._por = False  # partial-order reduction in the current mode
         self._world: World | None = None
         self._senders: dict[tuple[str, int | None], Sender[Any]] = {}
         self._receivers: dict[tuple[str, int | None], Receiver[Any]] = {}
@@ -124,7 +126,7 @@ class Simulator:
 
     def _run(self, call: Callable[[], object], chooser: Chooser, trace: bool = False) -> World:
         """One execution driven by `chooser`; the scenario's exceptions propagate."""
-        w = self._world = World(self.program, chooser.choose, trace, self.max_steps)
+        w = self._world = World(self.program, chooser.choose, trace, self.max_steps, self._por)
         call()
         return w
 
@@ -135,6 +137,8 @@ class Simulator:
                 self._run(call, ch)
             except _PASSTHROUGH:
                 raise
+            except Pruned:
+                return None
             except BaseException as e:
                 return ch.choices if _signature(e) == sig else None
             return None
@@ -152,11 +156,14 @@ class Simulator:
             self._run(call, PrefixChooser(choices), trace=True)
         except _PASSTHROUGH:
             raise
+        except Pruned:
+            pass
         except BaseException as e:
             final, reproduced = e, True
         trace = self._world.trace if self._world is not None and reproduced else None
-        encoded = encode_choices(choices)
-        notes = [] if choices == original else [f"(shrunk from {len(original)} to {len(choices)} choices: {encode_choices(original)})"]
+        reduced = self._por and (self._world is None or self._world.filtered)  # else plain choices mean the same
+        encoded = encode_choices(choices, reduced)
+        notes = [] if choices == original else [f"(shrunk from {len(original)} to {len(choices)} choices)"]
         if not reproduced:
             notes.append("(replaying these choices did not fail again: a user function or the scenario is not deterministic)")
         report = failure_report(headline, final, trace, choices, encoded, notes)
@@ -175,7 +182,7 @@ class Simulator:
                 f"sink {sinks[diff]!r} promises a deterministic output ({self.program.sinks[sinks[diff]].node.meta.type_str()}, "
                 f"derived from no nondet choice), but two schedules with the same inputs produced "
                 f"{render(list(seen[0][diff]))} and {render(list(outputs[diff]))} "
-                f"(the first came from {encode_choices(seen[1])}); a user function is probably not pure"
+                f"(the first came from {encode_choices(seen[1], self._por)}); a user function is probably not pure"
             )
 
     # ------------------------------------------------------------- modes
@@ -186,25 +193,34 @@ class Simulator:
         print(self.replay(scenario, text))
         return True
 
-    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000) -> int:
-        """Run `scenario` once per choice sequence; return how many executions were explored."""
+    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000, reduce: bool = True) -> int:
+        """Run `scenario` once per choice sequence; return how many executions were explored.
+
+        With `reduce` (partial-order reduction, see `world.py`), interleavings that only
+        reorder actions at different places are explored once; `self.pruned` counts the
+        executions abandoned as repeats (not included in the result).
+        """
         if self._env_replay(scenario):
             return 1
         call = self._caller(scenario)
         self._seen.clear()
+        self._por = reduce
         prefix: list[int] | None = []
-        self.executions = 0
+        self.executions = self.pruned = 0
         while prefix is not None:
             ch = PrefixChooser(prefix)
-            self.executions += 1
             try:
                 w = self._run(call, ch)
+                self.executions += 1
                 self._check_determinism(w, ch.choices)
+            except Pruned:
+                self.pruned += 1
             except _PASSTHROUGH:
                 raise
             except BaseException as e:
+                self.executions += 1
                 raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: exhaustive exploration, execution #{self.executions}") from e
-            if self.executions >= max_executions:
+            if self.executions + self.pruned >= max_executions:
                 raise ExplorationLimit(f"exhaustive exploration stopped after {max_executions} executions; use fuzz() or smaller inputs")
             prefix = next_prefix(ch.choices, ch.branching)
         return self.executions
@@ -221,6 +237,7 @@ class Simulator:
             return 1
         call = self._caller(scenario)
         self._seen.clear()
+        self._por = False
         if engine == "hypothesis":
             key = f"hydrolite.sim|{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', '')}|{self.flow.name}"
             return self._hypothesis(call, iterations, seed, database, key)
@@ -271,18 +288,20 @@ class Simulator:
 
     def run_once(self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False) -> World:
         """Run one execution (first options by default, or `chooser`'s); errors propagate as is."""
+        self._por = False
         return self._run(self._caller(scenario), chooser or PrefixChooser([]), trace)
 
     def replay(self, scenario: Scenario, choices: str | list[int]) -> str:
         """Run exactly one recorded execution; return its trace (raises its failure, if any)."""
-        seq = decode_choices(choices) if isinstance(choices, str) else list(choices)
+        seq, self._por = decode_choices(choices) if isinstance(choices, str) else (list(choices), False)
         call = self._caller(scenario)
         self.executions = 1
         ch = PrefixChooser(seq, strict=True)
         try:
             w = self._run(call, ch, trace=True)
-        except ReplayDiverged as e:
-            raise SimUsageError(f"cannot replay {encode_choices(seq)}: {e}; the program or the scenario changed since it was recorded") from e
+        except (ReplayDiverged, Pruned) as e:
+            why = str(e) or "the sequence ends in a pruned (repeated) execution"
+            raise SimUsageError(f"cannot replay {encode_choices(seq, self._por)}: {why}; the program or the scenario changed since it was recorded") from e
         except _PASSTHROUGH:
             raise
         except BaseException as e:

@@ -29,7 +29,7 @@ class Place:
     label: str
 
 
-@dataclass
+@dataclass(eq=False)
 class TickPlan:
     """What running one tick means: entries (choices), body, exits, commits."""
 

@@ -57,23 +57,24 @@ def render(v: Any, limit: int = 8) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def encode_choices(choices: list[int]) -> str:
-    """The compact replay string of a choice sequence (`v1:1.0.3`)."""
-    return "v1:" + ".".join(str(c) for c in choices)
+def encode_choices(choices: list[int], reduced: bool = False) -> str:
+    """The compact replay string of a choice sequence: `v1:1.0.3`, or `v1r:...` when it was
+    recorded with partial-order reduction (exhaustive mode), which changes what choices mean."""
+    return ("v1r:" if reduced else "v1:") + ".".join(str(c) for c in choices)
 
 
-def decode_choices(text: str) -> list[int]:
-    """Parse a replay string made by `encode_choices`."""
+def decode_choices(text: str) -> tuple[list[int], bool]:
+    """Parse a replay string made by `encode_choices`: (choices, reduced)."""
     text = text.strip()
-    if not text.startswith("v1:"):
-        raise ValueError(f"not a hydrolite replay string (expected 'v1:...'): {text!r}")
-    body = text[3:]
+    head, sep, body = text.partition(":")
+    if not sep or head not in ("v1", "v1r"):
+        raise ValueError(f"not a hydrolite replay string (expected 'v1:...' or 'v1r:...'): {text!r}")
     if not body:
-        return []
+        return [], head == "v1r"
     try:
         out = [int(p) for p in body.split(".")]
     except ValueError:
         raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers") from None
     if any(c < 0 for c in out):
         raise ValueError(f"malformed replay string {text!r}: choices are non-negative")
-    return out
+    return out, head == "v1r"

@@ -12,6 +12,11 @@ Execution model:
   release the next element of a top-level `assume_ordering`. They run only when the test
   waits for an output (`Receiver.next()` and friends), one at a time; when several are
   possible, which one runs is a choice.
+* Partial-order reduction (exhaustive mode, `por=True`): actions at different places
+  commute, so after exploring action a, its later siblings explore with a *asleep* (sleep
+  sets) until something touching a's place happens (an action there, or the test sending
+  or receiving there). An execution whose every next action is asleep repeats an explored
+  one and is abandoned (`Pruned`).
 * A tick is runnable when running it observes something new: a batch can release an
   element, a snapshot a newer version, or a deferred stream holds elements. One of its
   entries is forced to release something new (a run that sees nothing new is not explored:
@@ -24,7 +29,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..locations.locations import MemberId
-from .errors import ExplorationLimit, SimUsageError
+from .errors import ExplorationLimit, Pruned, SimUsageError
 from .program import Program, TickPlan
 from .registry import Op, Role
 from .values import NOTHING, UNSET, render
@@ -39,10 +44,13 @@ ChannelKey = tuple["SendOp", int, int]
 class World:
     """The mutable state of one execution."""
 
-    __slots__ = ("prog", "states", "cur", "choose", "trace", "channels", "steps", "max_steps", "ctx", "sends", "runs")
+    __slots__ = ("prog", "states", "cur", "choose", "trace", "channels", "steps", "max_steps", "ctx", "sends", "runs", "por", "sleep", "filtered")
 
-    def __init__(self, prog: Program, choose: Callable[[int], int], trace: bool = False, max_steps: int = 10_000) -> None:
+    def __init__(self, prog: Program, choose: Callable[[int], int], trace: bool = False, max_steps: int = 10_000, por: bool = False) -> None:
         self.prog = prog
+        self.por = por
+        self.sleep: list[Action] = []
+        self.filtered = False  # whether the sleep set ever hid an action (choices then depend on it)
         self.choose = choose
         self.trace: list[tuple[Any, ...]] | None = [] if trace else None
         self.channels: dict[ChannelKey, deque[Any]] = {}
@@ -99,6 +107,8 @@ class World:
         """The test sends `x` to a source port: propagate it through the top level."""
         self.ctx = ("send", op, p, x)
         self.sends.append((getattr(op.node, "port"), p, x))
+        if self.sleep:
+            self.touch(p)
         if self.trace is not None:
             self.trace.append(("send", getattr(op.node, "port"), self.prog.places[p].label, x))
         self.propagate(op, p, [x])
@@ -148,10 +158,21 @@ class World:
                 f"the execution did not quiesce after {self.max_steps} scheduler steps: a tick keeps "
                 "producing work for itself (e.g. a stream cycle that is never empty)"
             )
+        if self.por:
+            sleep = self.sleep
+            if sleep:
+                awake = [a for a in acts if a not in sleep]
+                if not awake:
+                    raise Pruned()
+                self.filtered = self.filtered or len(awake) < len(acts)
+                acts = awake
         i = self.choose(len(acts)) if len(acts) > 1 else 0
-        if self.trace is not None and len(acts) > 1:
-            self.trace.append(("choice", [self.action_label(a) for a in acts], i))
         a = acts[i]
+        if self.por:
+            here = self.place_of(a)
+            self.sleep = [b for b in self.sleep + acts[:i] if self.place_of(b) != here]
+        if self.trace is not None and len(acts) > 1:
+            self.trace.append(("choice", [self.action_label(x) for x in acts], i))
         if a[0] == 0:
             self.run_tick(a[1], a[2])
         elif a[0] == 1:
@@ -159,6 +180,15 @@ class World:
         else:
             self.release(a[1], a[2])
         return True
+
+    @staticmethod
+    def place_of(a: Action) -> int:
+        """The place an action reads and writes (actions at different places commute)."""
+        return int(a[1][2]) if a[0] == 1 else int(a[2])
+
+    def touch(self, p: int) -> None:
+        """The test interacted with place `p`: wake the actions sleeping there."""
+        self.sleep = [b for b in self.sleep if self.place_of(b) != p]
 
     def run_until_quiet(self) -> None:
         """Run scheduler actions until nothing can happen any more."""
