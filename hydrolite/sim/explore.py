@@ -169,21 +169,26 @@ class Simulator:
         report = failure_report(headline, final, trace, choices, encoded, notes)
         return SimulationFailure(report, choices=choices, replay=encoded, executions=self.executions, cause=final)
 
+    def _outputs(self, w: World, port: str) -> tuple[Any, ...]:
+        op = self.program.sinks[port]
+        place = self.program.places_of[op.node.meta.loc][0]  # type: ignore[index]  # a process sink
+        return tuple(w.states[place][op.idx][0])
+
     def _check_determinism(self, w: World, choices: list[int]) -> None:
+        """Outputs promised deterministic must match every earlier execution with the same inputs."""
         sinks = self.program.deterministic_sinks
         if not sinks:
             return
-        key = repr(w.sends)
-        outputs = tuple(tuple(w.states[self.program.places_of[self.program.sinks[s].node.meta.loc][0]][self.program.sinks[s].idx][0]) for s in sinks)  # type: ignore[index]
-        seen = self._seen.setdefault(key, (outputs, list(choices)))
-        if seen[0] != outputs:
-            diff = next(i for i in range(len(sinks)) if seen[0][i] != outputs[i])
-            raise DeterminismViolation(
-                f"sink {sinks[diff]!r} promises a deterministic output ({self.program.sinks[sinks[diff]].node.meta.type_str()}, "
-                f"derived from no nondet choice), but two schedules with the same inputs produced "
-                f"{render(list(seen[0][diff]))} and {render(list(outputs[diff]))} "
-                f"(the first came from {encode_choices(seen[1], self._por)}); a user function is probably not pure"
-            )
+        outputs = tuple(self._outputs(w, s) for s in sinks)
+        earlier, earlier_choices = self._seen.setdefault(repr(w.sends), (outputs, list(choices)))
+        for port, before, now in zip(sinks, earlier, outputs):
+            if before != now:
+                raise DeterminismViolation(
+                    f"sink {port!r} promises a deterministic output ({self.program.sinks[port].node.meta.type_str()}, "
+                    f"derived from no nondet choice), but two schedules with the same inputs produced "
+                    f"{render(list(before))} and {render(list(now))} (the first came from "
+                    f"{encode_choices(earlier_choices, self._por)}); a user function is probably not pure"
+                )
 
     # ------------------------------------------------------------- modes
     def _env_replay(self, scenario: Scenario) -> bool:
