@@ -39,7 +39,11 @@ def shrink(choices: list[int], attempt: Attempt, budget: int = 400) -> list[int]
         while size >= 1 and best:
             i = 0
             while i + size <= len(best):
-                if better(best[:i] + best[i + size :]):
+                cut = best[:i] + best[i + size :]
+                # deleting choices often needs a neighbour to take more (e.g. one tick run
+                # releasing what several runs released): also try bumping one next to the cut
+                bumps = [cut[:j] + [cut[j] + 1] + cut[j + 1 :] for j in (i - 1, i) if 0 <= j < len(cut)]
+                if any(better(c) for c in [cut, *bumps]):
                     improved = True
                 else:
                     i += 1
