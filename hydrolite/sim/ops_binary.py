@@ -238,16 +238,20 @@ class KeyedGetOp(Op):
     def init_state(self) -> Any:
         return [UNSET, UNSET]
 
-    @staticmethod
-    def _get(table: dict[Any, Any], key: Any) -> Any:
-        return EMPTY if key is EMPTY else table.get(key, EMPTY)
+    def _get(self, w: World, table: dict[Any, Any], key: Any) -> Any:
+        if key is EMPTY:
+            return EMPTY
+        try:
+            return table.get(key, EMPTY)
+        except TypeError as e:  # an unhashable key
+            raise self.fail(w, key, e) from e
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
-        return self._get(vals[self.ins[0]], vals[self.ins[1]])
+        return self._get(w, vals[self.ins[0]], vals[self.ins[1]])
 
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         s = st[self.idx]
         s[port] = delta
         if s[0] is UNSET or s[1] is UNSET:
             return NOTHING
-        return self._get(s[0], s[1])
+        return self._get(w, s[0], s[1])
