@@ -16,6 +16,11 @@ from .rules import NON_NONDET_METHODS, NONDET_KEYWORD, NONDET_METHODS, is_placeh
 NONDET_FUNCS = frozenset({"hydrolite.nondet", "hydrolite.nondet.nondet"})
 NONDET_TYPES = frozenset({"hydrolite.NonDet", "hydrolite.nondet.NonDet"})
 
+# Builtins that look at a token without consuming it (isinstance(nd, NonDet), print(nd), ...).
+_INSPECTING_BUILTINS = frozenset(
+    {"isinstance", "issubclass", "id", "repr", "str", "type", "hash", "getattr", "hasattr", "vars", "dir", "print", "format", "callable"}
+)
+
 _AT_CALL = "write nondet(\"...\") directly as the argument of the call that consumes it"
 
 
@@ -240,7 +245,12 @@ def _token_bindings(model: ModuleModel) -> list[Binding]:
 
 def _variable_issues(model: ModuleModel, binding: Binding) -> list[Issue]:
     issues: list[Issue] = []
-    consumed = [u for u in model.uses_of(binding) if u.slot is not None]
+    consumed = [
+        u
+        for u in model.uses_of(binding)
+        if u.slot is not None
+        and not (model.is_builtin_call(u.slot.call) and _builtin_name(u.slot.call) in _INSPECTING_BUILTINS)
+    ]
     for use in consumed[1:]:
         issues.append(Issue("HL011", f"nondet token `{binding.name}` is consumed by more than one call; give each call its own nondet(\"...\") and reason", use.node))
     if len(consumed) == 1 and set(consumed[0].loops) - set(binding.loops):
@@ -251,3 +261,7 @@ def _variable_issues(model: ModuleModel, binding: Binding) -> list[Issue]:
         if problem is not None:
             issues.append(Issue("HL012", problem, use.node))
     return issues
+
+
+def _builtin_name(call: CallInfo) -> str | None:
+    return call.node.func.value if isinstance(call.node.func, cst.Name) else None

@@ -195,6 +195,9 @@ class _Walker:
     # ---------------------------------------------------------------- statements
     def visit_assign(self, node: cst.Assign) -> None:
         self.context[id(node.value)] = "assign"
+        if isinstance(node.value, (cst.Tuple, cst.List)):  # a, b = nondet("..."), other
+            for element in node.value.elements:
+                self.context[id(element.value)] = "assign"
         self.visit(node.value)
         for target in node.targets:
             self.bind_target(target.target, BindingKind.ASSIGN, node.value)

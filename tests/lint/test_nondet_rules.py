@@ -233,3 +233,18 @@ def test_token_variable_passed_to_a_wrong_call() -> None:
             return s.map(nd)
     """
     assert found(code) == [(3, "HL010"), (4, "HL012")]
+
+
+def test_inspecting_a_token_is_not_consuming_it() -> None:
+    code = """
+        from hydrolite import NonDet, nondet
+        def f(s, t):
+            nd, other = nondet("any grouping"), 1
+            assert isinstance(nd, NonDet)
+            print(nd)
+            s.batch(t, nd)
+            print(nondet("printed, never consumed"))
+    """
+    report = run(code)
+    assert [(f.line, f.code) for f in report.findings] == [(3, "HL010"), (7, "HL012")]
+    assert "`nd`" in report.findings[0].message
