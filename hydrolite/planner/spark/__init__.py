@@ -1,0 +1,1 @@
+"""The Spark planner: stages (queries), translation to DataFrames, state, ports, exactly-once."""

@@ -1,0 +1,115 @@
+"""`hydrolite plan` output: stages (queries), merged ticks and aligned regions as text, DOT or Mermaid."""
+
+from __future__ import annotations
+
+import os
+
+from ...ir import nodes as n
+from ...ir.graph import dump_nodes
+from .stages import Plan, Stage, where
+
+
+def _kind(stage: Stage) -> str:
+    if not stage.streaming:
+        return "batch job (no unbounded input)"
+    if stage.tick is not None:
+        return f"streaming query running {stage.tick}"
+    if stage.channels_in:
+        return "streaming query joining the outputs of other queries"
+    return "streaming query for a top-level pipeline (crosses no tick)"
+
+
+def _port(x: n.Source | n.Sink) -> str:
+    return f"{x.port} ({where(x)})"
+
+
+def render_text(plan: Plan) -> str:
+    """A deterministic description of the plan (what `hydrolite plan` prints)."""
+    count = len(plan.stages)
+    lines = [f"plan of {plan.flow.name!r}: {count} {'query' if count == 1 else 'queries'}"]
+    for s in plan.stages:
+        lines.append("")
+        lines.append(f"query {s.index} {s.name!r}: {_kind(s)}")
+        if s.tick is not None:
+            lines.append("  merged ticks: " + ", ".join(str(t) for t in s.merged_ticks))
+        for r in s.regions:
+            site = f"{os.path.basename(r.site.file)}:{r.site.line}"
+            members = ", ".join(f"{x.op}() {where(x)}" for x in r.nodes)
+            lines.append(f"  aligned region {r.align} (created at {site}): {members}")
+        reads = [_port(x) for x in s.sources] + [f"channel {c.name} from query {c.producer}" for c in s.channels_in]
+        if reads:
+            suffix = "  [one streaming DataFrame, tagged by source]" if len(reads) > 1 else ""
+            lines.append("  reads: " + ", ".join(reads) + suffix)
+        writes = [_port(x) for x in s.sinks] + [f"channel {c.name} to queries {c.consumers}" for c in s.channels_out]
+        if writes:
+            lines.append("  writes (same micro-batch, idempotent by batch id): " + ", ".join(writes))
+        if s.stateful:
+            lines.append("  state (versioned by batch id): " + ", ".join(f"{x.op}() {where(x)}" for x in s.stateful))
+        lines.append("  body (foreachBatch):")
+        lines.extend("    " + line for line in dump_nodes(s.nodes).splitlines())
+    for d in plan.flow.diagnostics:
+        lines.append(str(d))
+    return "\n".join(lines)
+
+
+def _label(x: n.Node) -> str:
+    extra = f" [{x.port}]" if isinstance(x, (n.Source, n.Sink)) else ""
+    return f"{x.op}(){extra}\\n{where(x)}"
+
+
+def render_dot(plan: Plan) -> str:
+    """Graphviz: one cluster per query; dashed edges are channels between queries."""
+    out = [f'digraph "{plan.flow.name}" {{', "  rankdir=LR;", '  node [shape=box, fontsize=10];']
+    ids: dict[tuple[int, int], str] = {}
+    for s in plan.stages:
+        out.append(f'  subgraph cluster_{s.index} {{')
+        out.append(f'    label="query {s.index}: {s.name}";')
+        for j, x in enumerate(s.nodes):
+            nid = f"q{s.index}_{j}"
+            ids[(s.index, id(x))] = nid
+            style = ', style=filled, fillcolor="#dde8ff"' if any(x is y for r in s.regions for y in r.nodes) else ""
+            out.append(f'    {nid} [label="{_label(x)}"{style}];')
+        out.append("  }")
+    for s in plan.stages:
+        for x in s.nodes:
+            for c in x.children:
+                if (s.index, id(c)) in ids:
+                    out.append(f"  {ids[(s.index, id(c))]} -> {ids[(s.index, id(x))]};")
+                else:
+                    ch = next((k for k in s.channels_in if k.node is c), None)
+                    if ch is not None and (ch.producer, id(c)) in ids:
+                        out.append(f'  {ids[(ch.producer, id(c))]} -> {ids[(s.index, id(x))]} [style=dashed, label="{ch.name}"];')
+    out.append("}")
+    return "\n".join(out)
+
+
+def render_mermaid(plan: Plan) -> str:
+    """Mermaid flowchart: one subgraph per query; dotted edges are channels."""
+    out = ["flowchart LR"]
+    ids: dict[tuple[int, int], str] = {}
+    for s in plan.stages:
+        out.append(f'  subgraph q{s.index}["query {s.index}: {s.name}"]')
+        for j, x in enumerate(s.nodes):
+            nid = f"q{s.index}_{j}"
+            ids[(s.index, id(x))] = nid
+            out.append(f'    {nid}["{_label(x).replace(chr(92) + "n", "<br/>")}"]')
+        out.append("  end")
+    for s in plan.stages:
+        for x in s.nodes:
+            for c in x.children:
+                if (s.index, id(c)) in ids:
+                    out.append(f"  {ids[(s.index, id(c))]} --> {ids[(s.index, id(x))]}")
+                else:
+                    ch = next((k for k in s.channels_in if k.node is c), None)
+                    if ch is not None and (ch.producer, id(c)) in ids:
+                        out.append(f"  {ids[(ch.producer, id(c))]} -.->|{ch.name}| {ids[(s.index, id(x))]}")
+    for s in plan.stages:
+        for r in s.regions:
+            members = [ids[(s.index, id(x))] for x in r.nodes if (s.index, id(x)) in ids]
+            if members:
+                out.append(f"  style {members[0]} fill:#dde8ff")
+                out.extend(f"  style {m} fill:#dde8ff" for m in members[1:])
+    return "\n".join(out)
+
+
+RENDERERS = {"text": render_text, "dot": render_dot, "mermaid": render_mermaid}

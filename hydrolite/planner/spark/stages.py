@@ -1,0 +1,238 @@
+"""Cut an aligned `Flow` into stages: one Spark Structured Streaming query each.
+
+Pure planning (no Spark needed, so `hydrolite plan` is instant):
+
+* every tick left after alignment merging is one stage; the top-level operators upstream
+  of its `batch` / `snapshot` entries are fused into it (a source read by two stages is
+  read twice, each query with its own offsets: that is the asynchrony the model promises),
+  and so are the top-level operators downstream of its `all_ticks` / `latest` /
+  `release_aligned` exits, so every output of a tick is written by the same micro-batch;
+* the remaining top-level pipelines from sources to sinks (no tick on the way) become one
+  stage per group of sinks sharing an upstream;
+* an edge from a node computed in one stage to a node of another (e.g. one tick's
+  `all_ticks()` batched into another tick) is a *channel*: the producing query writes the
+  node's per-batch output under the checkpoint, the consuming query reads it as a source.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ...errors import FlowError
+from ...ir import nodes as n
+from ...ir.graph import AlignedRegion, Flow, parents_of
+from ...ir.ids import ClusterId, TickId
+
+#: Operators that keep state across batches when they run on an unbounded input.
+STATEFUL_UNBOUNDED: tuple[type[n.Node], ...] = (
+    n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Enumerate, n.Unique, n.Keys,
+)
+
+
+def where(node: n.Node) -> str:
+    return f"{os.path.basename(node.site.file)}:{node.site.line}"
+
+
+@dataclass
+class Channel:
+    """A node computed by one stage and read by others, carried through checkpointed files."""
+
+    name: str
+    node: n.Node
+    producer: int
+    consumers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Stage:
+    """One Structured Streaming query (or one batch job when it reads no unbounded port)."""
+
+    index: int
+    name: str
+    tick: TickId | None  # the (merged) tick this query runs; None for a top-level pipeline
+    merged_ticks: tuple[TickId, ...] = ()
+    regions: tuple[AlignedRegion, ...] = ()
+    nodes: list[n.Node] = field(default_factory=list)  # topological; includes fused upstreams
+    sources: list[n.Source] = field(default_factory=list)  # ports read, in union order
+    channels_in: list[Channel] = field(default_factory=list)
+    channels_out: list[Channel] = field(default_factory=list)
+
+    @property
+    def sinks(self) -> list[n.Sink]:
+        return [x for x in self.nodes if isinstance(x, n.Sink)]
+
+    @property
+    def stateful(self) -> list[n.Node]:
+        """Nodes whose value depends on earlier batches (kept in the versioned state store)."""
+        out: list[n.Node] = []
+        for x in self.nodes:
+            if isinstance(x, STATEFUL_UNBOUNDED) and not x.children[0].meta.bounded:
+                out.append(x)
+            elif isinstance(x, (n.DeferTick, n.SourceIter)):
+                out.append(x)
+        return out
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.sources or self.channels_in)
+
+    def member(self, node: n.Node) -> bool:
+        return any(x is node for x in self.nodes)
+
+
+@dataclass
+class Plan:
+    """The stages of a program, in a deterministic order."""
+
+    flow: Flow  # after alignment
+    stages: list[Stage]
+    channels: list[Channel]
+
+    def stage_of_sink(self, port: str) -> Stage:
+        for s in self.stages:
+            if any(k.port == port for k in s.sinks):
+                return s
+        raise KeyError(port)
+
+
+class SparkPlanError(FlowError):
+    """The program uses something the Spark planner cannot run."""
+
+
+def _check_supported(flow: Flow) -> None:
+    for node in flow.nodes():
+        loc = node.meta.loc
+        top = loc.outer if isinstance(loc, TickId) else loc
+        if isinstance(top, ClusterId):
+            raise SparkPlanError(
+                f"{node.op}() runs on a cluster ({top}); the Spark planner runs processes only",
+                site=node.site,
+                fix="simulate cluster programs with hydrolite.sim, or model the members as processes",
+            )
+
+
+def plan_flow(flow: Flow) -> Plan:
+    """Align `flow` (if not done yet) and cut it into stages."""
+    from ...passes.align import align_flow
+
+    aligned = flow if flow.aligned else align_flow(flow)
+    _check_supported(aligned)
+    return _Cutter(aligned).cut()
+
+
+class _Cutter:
+    def __init__(self, flow: Flow) -> None:
+        self.flow = flow
+        self.order = flow.nodes()
+        self.parents = parents_of(self.order)
+        self.home: dict[int, str] = {}  # node -> stage key, for nodes computed in one stage
+
+    def cut(self) -> Plan:
+        self._assign_homes()
+        keys = self._stage_keys()
+        stages = [self._new_stage(i, k) for i, k in enumerate(keys)]
+        by_key = {k: s for k, s in zip(keys, stages)}
+        members: dict[str, set[int]] = {k: set() for k in keys}
+        channels: dict[int, Channel] = {}
+        for node in reversed(self.order):  # users first, so needs propagate upstream
+            for key in self._needed_by(node, members):
+                members[key].add(id(node))
+        for node in self.order:
+            for key in self._stages_of(node, members):
+                for child in node.children:
+                    ck = self.home.get(id(child))
+                    if ck is not None and ck != key:
+                        ch = channels.get(id(child))
+                        if ch is None:
+                            ch = Channel(f"ch{len(channels)}_{child.op}", child, by_key[ck].index)
+                            channels[id(child)] = ch
+                            by_key[ck].channels_out.append(ch)
+                        if by_key[key].index not in ch.consumers:
+                            ch.consumers.append(by_key[key].index)
+                            by_key[key].channels_in.append(ch)
+        for key, stage in by_key.items():
+            produced = {id(c.node) for c in stage.channels_in}
+            stage.nodes = [x for x in self.order if id(x) in members[key] and id(x) not in produced]
+            stage.sources = [x for x in stage.nodes if isinstance(x, n.Source)]
+        return Plan(self.flow, stages, list(channels.values()))
+
+    # ------------------------------------------------------------- homes
+    def _assign_homes(self) -> None:
+        origin: dict[int, frozenset[str]] = {}
+        for node in self.order:
+            if isinstance(node.meta.loc, TickId):
+                origin[id(node)] = frozenset({self._tick_key(node.meta.loc)})
+                self.home[id(node)] = self._tick_key(node.meta.loc)
+                continue
+            o: frozenset[str] = frozenset()
+            for c in node.children:
+                o |= origin[id(c)]
+            origin[id(node)] = o
+            if len(o) == 1:
+                self.home[id(node)] = next(iter(o))
+            elif len(o) > 1:
+                self.home[id(node)] = "merge:" + "+".join(sorted(o))
+        # pure top-level pipelines: sinks (and what they need) with no tick upstream
+        groups: dict[int, int] = {}
+        sinks = [r for r in self.flow.roots if isinstance(r, n.Sink) and id(r) not in self.home]
+        parent: list[int] = list(range(len(sinks)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        for i, s in enumerate(sinks):
+            for up in _upstream(s):
+                if id(up) in groups:
+                    a, b = find(groups[id(up)]), find(i)
+                    parent[max(a, b)] = min(a, b)
+                else:
+                    groups[id(up)] = i
+        reps = sorted({find(i) for i in range(len(sinks))})
+        for i, s in enumerate(sinks):
+            self.home[id(s)] = f"pipeline:{reps.index(find(i))}"
+
+    def _tick_key(self, t: TickId) -> str:
+        return f"tick:{t.outer}:{t.index}"
+
+    def _stage_keys(self) -> list[str]:
+        keys: list[str] = []
+        for node in self.order:
+            k = self.home.get(id(node))
+            if k is not None and k not in keys:
+                keys.append(k)
+        ticks = sorted((k for k in keys if k.startswith("tick:")), key=lambda k: int(k.rsplit(":", 1)[1]))
+        rest = sorted(k for k in keys if not k.startswith("tick:"))
+        return ticks + rest
+
+    def _new_stage(self, i: int, key: str) -> Stage:
+        if key.startswith("tick:"):
+            tick = next(t for t in self._all_ticks() if self._tick_key(t) == key)
+            regions = tuple(r for r in self.flow.regions if r.tick == tick)
+            merged: tuple[TickId, ...] = tuple(sorted({t for r in regions for t in r.merged_ticks} | {tick}, key=lambda t: t.index))
+            return Stage(i, f"tick{tick.index}", tick, merged, regions)
+        kind, _, rest = key.partition(":")
+        return Stage(i, f"{kind}{rest.replace(':', '_').replace('+', '_')}" if kind == "merge" else f"pipeline{rest}", None)
+
+    def _all_ticks(self) -> list[TickId]:
+        ticks = {x.meta.loc for x in self.order if isinstance(x.meta.loc, TickId)}
+        return sorted(ticks, key=lambda t: t.index)  # type: ignore[arg-type, return-value]
+
+    # ------------------------------------------------------------- membership
+    def _needed_by(self, node: n.Node, members: dict[str, set[int]]) -> set[str]:
+        """The stages that compute `node`: its home, or every stage needing a source-derived node."""
+        home = self.home.get(id(node))
+        if home is not None:
+            return {home}
+        return {k for k, m in members.items() if any(id(p) in m for p in self.parents[id(node)])}
+
+    def _stages_of(self, node: n.Node, members: dict[str, set[int]]) -> list[str]:
+        return [k for k, m in members.items() if id(node) in m]
+
+
+def _upstream(node: n.Node) -> list[n.Node]:
+    from ...ir.graph import walk_up
+
+    return list(walk_up(node))
