@@ -115,8 +115,7 @@ def _inline_variable_fix(model: ModuleModel, call: CallInfo, binding: Binding) -
         or not isinstance(stmt, cst.SimpleStatementLine)
         or len(stmt.body) != 1
         or stmt.trailing_whitespace.comment is not None
-        or not isinstance(binding.small_stmt, (cst.Assign, cst.AnnAssign))
-        or (isinstance(binding.small_stmt, cst.Assign) and len(binding.small_stmt.targets) != 1)
+        or not _assigns_exactly(binding, call.node)
         or any(literal_text(a.value) is None or a.star for a in call.node.args)
         or not binding.path
     ):
@@ -145,6 +144,16 @@ def _inline_variable_fix(model: ModuleModel, call: CallInfo, binding: Binding) -
     ):
         return None
     return Fix(f"move nondet(...) into its consumer and drop `{binding.name}`", replace=((use.node, call.node.deep_clone()),), remove=(stmt,))
+
+
+def _assigns_exactly(binding: Binding, value: cst.Call) -> bool:
+    """True for a statement that is exactly `name = value` or `name: T = value`."""
+    small = binding.small_stmt
+    if isinstance(small, cst.Assign):
+        return len(small.targets) == 1 and small.targets[0].target is binding.node and small.value is value
+    if isinstance(small, cst.AnnAssign):
+        return small.target is binding.node and small.value is value
+    return False
 
 
 # ---------------------------------------------------------------------- consumers

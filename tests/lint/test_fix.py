@@ -76,6 +76,9 @@ def test_inline_into_a_nested_statement_and_keyword() -> None:
         "def f(s, t):\n    nd = nondet(  # noqa: HL010\n        'any grouping')\n    s.batch(t, nd)\n",
         # chained assignment
         "def f(s, t):\n    nd = other = nondet('any grouping')\n    s.batch(t, nd)\n",
+        # the statement binds something else too
+        "def f(s, t):\n    nd, other = nondet('any grouping'), 1\n    s.batch(t, nd)\n    return other\n",
+        "def f(s, t):\n    x = (nd := nondet('any grouping'))\n    s.batch(t, nd)\n    return x\n",
     ],
 )
 def test_inline_is_not_applied_when_unsafe(code: str) -> None:
