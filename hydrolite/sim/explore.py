@@ -90,8 +90,12 @@ class Simulator:
             raise SimUsageError(f"port {port!r} is on {top} with {len(places)} members: pass member=0..{len(places) - 1}")
         return places[member]
 
-    def sender(self, port: str, ty: type[T] | None = None, *, member: int | None = None) -> Sender[T]:
-        """A sender bound to source `port` (and to one member on a cluster)."""
+    @overload
+    def sender(self, port: str, ty: type[T], *, member: int | None = None) -> Sender[T]: ...
+    @overload
+    def sender(self, port: str, ty: None = None, *, member: int | None = None) -> Sender[Any]: ...
+    def sender(self, port: str, ty: type[Any] | None = None, *, member: int | None = None) -> Sender[Any]:
+        """A sender bound to source `port` (and to one member on a cluster); `ty` types it for mypy."""
         key = (port, member)
         if key not in self._senders:
             op = self.program.sources.get(port)
