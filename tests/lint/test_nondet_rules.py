@@ -248,3 +248,9 @@ def test_inspecting_a_token_is_not_consuming_it() -> None:
     report = run(code)
     assert [(f.line, f.code) for f in report.findings] == [(3, "HL010"), (7, "HL012")]
     assert "`nd`" in report.findings[0].message
+
+
+def test_very_long_method_chains() -> None:
+    chain = "s" + ".map(f)" * 600 + ".batch(t, nondet('TODO'))"
+    report = run(f"def g(s, t, f):\n    return {chain}\n", header=True)
+    assert [(f.line, f.code) for f in report.findings] == [(4, "HL003")]
