@@ -31,8 +31,11 @@ def build() -> hl.Flow:
 
     align = bank.local_align_point()
     tick = bank.tick()
-    why = nondet("any ledger prefix, as long as balances and total see the same one")
-    balance_sum = balances.snapshot_aligned(tick, align, why).values().fold_commutative(0, lambda s, b: s + b)
+    balance_sum = (
+        balances.snapshot_aligned(tick, align, nondet("any ledger prefix, as long as balances and total see the same one"))
+        .values()
+        .fold_commutative(0, lambda s, b: s + b)
+    )
     total_now = total.snapshot_aligned(tick, align, nondet("the same ledger prefix as the balances"))
     (
         audits.batch(tick, nondet("audits may be answered in any grouping"))
