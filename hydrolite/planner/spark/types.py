@@ -6,7 +6,7 @@ keyed collections) holds elements encoded by an `HType`:
 | Python                         | Spark                      | decoded back to        |
 | ------------------------------ | -------------------------- | ---------------------- |
 | int, float, str, bool, bytes   | long, double, string, ...  | the same               |
-| None (`type(None)`)            | void (null)                | None                   |
+| None (`type(None)`)            | boolean, always null       | None                   |
 | tuple[A, B]                    | struct<_1: A, _2: B>       | tuple                  |
 | dataclass / NamedTuple         | struct<field: ...>         | the class              |
 | list[A], set[A], tuple[A, ...] | array<A>                   | list / set / tuple     |
@@ -109,13 +109,17 @@ class Prim(HType):
 
 
 class NoneT(HType):
-    """The unit type `None` (e.g. the values of the counter's keyed sources)."""
+    """The unit type `None` (e.g. the values of the counter's keyed sources).
+
+    Stored as an always-null boolean rather than Spark's `void`, which Parquet, ORC and
+    CSV cannot write.
+    """
 
     def spark(self) -> T.DataType:
-        return T.NullType()
+        return T.BooleanType()
 
     def arrow(self) -> Any:
-        return pa.null()
+        return pa.bool_()
 
     def decode(self, x: Any) -> Any:
         return None

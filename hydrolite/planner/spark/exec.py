@@ -1,0 +1,94 @@
+"""Evaluating a stage's IR nodes for one micro-batch (the body of `foreachBatch`).
+
+Behaviour is attached to node classes through `HANDLERS` (a translation table keyed by
+node class, filled by `ops` and `ops_state`); `evaluate` walks the stage's nodes in
+topological order and asks each handler for the node's `Val` in this batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ...ir import nodes as n
+from .errors import SparkRunError, site_of
+from .pyfn import FnSite
+from .stages import Stage
+from .state import BatchState
+from .values import SFrame, Val
+
+Handler = Callable[["BatchCtx", Any, list[Val]], Val]
+
+#: node class -> how it evaluates in a micro-batch (see ops.py and ops_state.py)
+HANDLERS: dict[type[n.Node], Handler] = {}
+
+
+def handles(*classes: type[n.Node]) -> Callable[[Handler], Handler]:
+    """Register a handler for node classes."""
+
+    def deco(fn: Handler) -> Handler:
+        for c in classes:
+            HANDLERS[c] = fn
+        return fn
+
+    return deco
+
+
+@dataclass
+class BatchCtx:
+    """Everything a handler may use while evaluating one batch of one stage."""
+
+    spark: SparkSession
+    stage: Stage
+    batch_id: int
+    state: BatchState
+    inputs: dict[int, Val]  # source / channel nodes -> this batch's delta
+    keys: dict[int, str]  # node -> stable name for state ("<index>:<op>")
+    vals: dict[int, Val] = field(default_factory=dict)
+    outputs: dict[str, SFrame] = field(default_factory=dict)  # sink port -> output
+    channel_outputs: dict[str, Val] = field(default_factory=dict)
+    fn_paths: dict[str, str] = field(default_factory=dict)  # "op() file:line" -> native | arrow
+    after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
+    _fresh: itertools.count[int] = field(default_factory=itertools.count)
+
+    def key(self, node: n.Node) -> str:
+        return self.keys[id(node)]
+
+    def site(self, node: n.Node) -> FnSite:
+        return FnSite(node.op, node.site.file, node.site.line, self.batch_id, self.stage.name)
+
+    def fresh(self, prefix: str = "_o") -> str:
+        return f"{prefix}{next(self._fresh) + 1}"
+
+    def call(self, node: n.Node, f: Callable[..., Any], *args: Any) -> Any:
+        """Call a user function on the driver, reporting failures like the workers do."""
+        try:
+            return f(*args)
+        except Exception as exc:  # reported with the operator, line, element and batch
+            raise self.site(node).fail(args[0] if len(args) == 1 else args, exc) from exc
+
+    def note_fn(self, node: n.Node, path: str) -> None:
+        self.fn_paths[f"{node.op}() {site_of(node)}"] = path
+
+
+def stage_keys(stage: Stage) -> dict[int, str]:
+    return {id(x): f"{i}:{x.op}" for i, x in enumerate(stage.nodes)}
+
+
+def evaluate(ctx: BatchCtx) -> None:
+    """Evaluate every node of the stage for this batch (outputs land in ctx.outputs)."""
+    for node in ctx.stage.nodes:
+        if id(node) in ctx.inputs:
+            ctx.vals[id(node)] = ctx.inputs[id(node)]
+            continue
+        handler = HANDLERS.get(type(node))
+        if handler is None:
+            raise SparkRunError(f"{site_of(node)}: {node.op}() has no Spark translation")
+        args = [ctx.vals[id(c)] if id(c) in ctx.vals else ctx.inputs[id(c)] for c in node.children]
+        ctx.vals[id(node)] = handler(ctx, node, args)
+    for ch in ctx.stage.channels_out:
+        ctx.channel_outputs[ch.name] = ctx.vals[id(ch.node)]

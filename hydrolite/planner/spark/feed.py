@@ -1,0 +1,142 @@
+"""A streaming source whose offsets we control: a directory of numbered entries.
+
+`FeedWriter.send_many(values)` appends one entry (an Arrow IPC file) to a feed directory;
+the `hydrolite_feed` Python data source (Spark's Python Data Source API) reads it as a
+stream whose offset is the number of entries, so every micro-batch covers a whole number
+of sends and a replayed batch reads exactly the same entries. Channels between queries use
+the same reader over Parquet entries written by the producing query, one per batch id.
+
+Each row gets `_seq = (entry << 32) + row`, the order of the feed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.ipc as ipc  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.types import StructType
+
+from .types import HType
+
+FEED_FORMAT = "hydrolite_feed"
+_ENTRY = re.compile(r"^(\d{12})\.(arrow|parquet)$")
+
+
+def entry_name(index: int, ext: str) -> str:
+    return f"{index:012d}.{ext}"
+
+
+def list_entries(path: str) -> dict[int, str]:
+    """index -> entry file/dir name, for complete entries."""
+    out: dict[int, str] = {}
+    if os.path.isdir(path):
+        for name in os.listdir(path):
+            m = _ENTRY.match(name)
+            if m:
+                out[int(m.group(1))] = name
+    return out
+
+
+def contiguous(path: str) -> int:
+    """How many entries 0, 1, 2, ... exist without a gap (the feed's latest offset)."""
+    entries = list_entries(path)
+    n = 0
+    while n in entries:
+        n += 1
+    return n
+
+
+class FeedWriter:
+    """Appends entries of typed elements to a feed directory (used by tests and the CLI)."""
+
+    def __init__(self, path: str, vt: HType, kt: HType | None = None) -> None:
+        self.path = path
+        self.vt = vt
+        self.kt = kt
+        os.makedirs(path, exist_ok=True)
+
+    def send_many(self, values: Iterable[Any]) -> int:
+        """Write one entry holding `values` (pairs (k, v) for keyed feeds); returns its index."""
+        items = list(values)
+        cols: dict[str, Any] = {}
+        fields = []
+        if self.kt is not None:
+            cols["k"] = pa.array([self.kt.encode(k) for k, _ in items], type=self.kt.arrow())
+            cols["v"] = pa.array([self.vt.encode(v) for _, v in items], type=self.vt.arrow())
+            fields.append(pa.field("k", self.kt.arrow()))
+        else:
+            cols["v"] = pa.array([self.vt.encode(v) for v in items], type=self.vt.arrow())
+        fields.append(pa.field("v", self.vt.arrow()))
+        table = pa.Table.from_pydict(cols, schema=pa.schema(fields))
+        index = contiguous(self.path)
+        final = os.path.join(self.path, entry_name(index, "arrow"))
+        tmp = final + ".tmp"
+        with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+        os.rename(tmp, final)
+        return index
+
+    def send(self, value: Any) -> int:
+        return self.send_many([value])
+
+
+class _Entry(InputPartition):  # type: ignore[misc]
+    def __init__(self, index: int, path: str) -> None:
+        super().__init__(index)
+        self.index = index
+        self.path = path
+
+
+class FeedStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    """Offsets are {"entries": n}: the first n entries of the directory."""
+
+    def __init__(self, path: str, schema: StructType) -> None:
+        self.path = path
+        self.schema = schema
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"entries": 0}
+
+    def latestOffset(self) -> dict[str, int]:
+        return {"entries": contiguous(self.path)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Entry]:
+        entries = list_entries(self.path)
+        return [_Entry(i, os.path.join(self.path, entries[i])) for i in range(start["entries"], end["entries"])]
+
+    def read(self, partition: _Entry) -> Iterator[Any]:
+        if partition.path.endswith(".arrow"):
+            with pa.memory_map(partition.path) as src:
+                table = ipc.open_file(src).read_all()
+        else:
+            table = pq.read_table(partition.path)
+        names = [f.name for f in self.schema.fields if f.name != "_seq"]
+        n = table.num_rows
+        seq = pa.array([(partition.index << 32) + i for i in range(n)], type=pa.int64())
+        cols = [table.column(c) if c in table.column_names else pa.nulls(n) for c in names]
+        out = pa.Table.from_arrays([*cols, seq], names=[*names, "_seq"])
+        yield from out.to_batches()
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Entries are kept: a feed is an append-only log (a replay may need them)."""
+
+
+class FeedDataSource(DataSource):  # type: ignore[misc]
+    """`spark.readStream.format("hydrolite_feed").option("path", dir).option("schema", json)`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FEED_FORMAT
+
+    def schema(self) -> StructType:
+        return StructType.fromJson(json.loads(self.options["schema"]))
+
+    def streamReader(self, schema: StructType) -> FeedStreamReader:
+        return FeedStreamReader(self.options["path"], schema)

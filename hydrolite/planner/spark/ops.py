@@ -1,0 +1,440 @@
+"""Stateless operators: element-wise functions, reshaping, combining, entering/leaving ticks.
+
+Functions are translated into Column expressions when possible (`lambdas`), otherwise
+run through Arrow (`pyfn`); which path each operator took is recorded in
+`BatchCtx.fn_paths`. Singleton functions run on the driver (one value per batch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ...ir import nodes as n
+from .errors import SparkRunError, site_of
+from .exec import BatchCtx, handles
+from .lambdas import NotTranslatable, TExpr, literal, translate
+from .pyfn import elementwise, sort_whole, split_pairs
+from .types import OPAQUE, HType, ListT, NoneT, OptT, Prim, TupleT, infer_result, of_value, strip_optional
+from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
+
+BOOL = Prim(bool)
+
+
+def sframe(v: Val, node: n.Node) -> SFrame:
+    if not isinstance(v, SFrame):
+        raise SparkRunError(f"{site_of(node)}: {node.op}() expected a stream, got {type(v).__name__}")
+    return v
+
+
+def unsupported(node: n.Node, why: str, fix: str) -> SparkRunError:
+    return SparkRunError(f"{site_of(node)}: {node.op}() {why} is not supported on Spark\n  fix: {fix}")
+
+
+def empty_like(sf: SFrame, vt: HType | None = None) -> SFrame:
+    out = sf.df.filter(F.lit(False))
+    if vt is not None:
+        out = out.select(*sf.order, *(["k"] if sf.keyed else []), F.lit(None).cast(vt.spark()).alias("v"))
+    return sf.with_df(out, vt=vt)
+
+
+def project(sf: SFrame, v: Column, vt: HType, extra_order: tuple[str, ...] = ()) -> SFrame:
+    df = sf.df.select(*sf.order, *extra_order, *(["k"] if sf.keyed else []), v.alias("v"))
+    return SFrame(df, vt, sf.kt, (*sf.order, *extra_order))
+
+
+# ------------------------------------------------------------------ element-wise
+_KIND = {n.Map: "map", n.Filter: "filter", n.FilterMap: "filter_map", n.FlatMap: "flat_map", n.Inspect: "inspect"}
+
+
+@handles(n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect)
+def elementwise_op(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    kind = _KIND[type(node)]
+    (x,) = args
+    if isinstance(x, SFrame):
+        return apply_stream(ctx, node, kind, x)
+    if isinstance(x, Scalar):
+        return _apply_scalar(ctx, node, kind, x)
+    assert isinstance(x, KTable)
+    if x.frame is not None:
+        return KTable(x.kt, (out := apply_stream(ctx, node, kind, x.frame)).vt, out)
+    return _apply_store_table(ctx, node, kind, x)
+
+
+def apply_stream(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
+    reason = "inspect() runs Python for its side effect"
+    if kind != "inspect":
+        try:
+            out = _native(ctx, kind, translate(node.f, [TExpr(F.col("v"), sf.vt)]), sf)
+            ctx.note_fn(node, "native")
+            return out
+        except NotTranslatable as exc:
+            reason = str(exc)
+    ctx.note_fn(node, f"arrow ({reason})")
+    return _arrow(ctx, node, kind, sf)
+
+
+def _native(ctx: BatchCtx, kind: str, te: TExpr, sf: SFrame) -> SFrame:
+    if kind == "map":
+        return project(sf, te.col, te.t)
+    if kind == "filter":
+        if te.t != BOOL:
+            raise NotTranslatable("the predicate does not return a bool (Python truthiness)")
+        return sf.with_df(sf.df.filter(te.col))
+    if kind == "filter_map":
+        out = project(sf, te.col, strip_optional(te.t))
+        return out.with_df(out.df.filter(F.col("v").isNotNull()))
+    if kind == "flat_map":
+        if not isinstance(te.t, ListT):
+            raise NotTranslatable("flat_map result is not a list")
+        pos = ctx.fresh()
+        df = sf.df.select(*sf.order, *(["k"] if sf.keyed else []), F.posexplode(te.col).alias(pos, "v"))
+        return SFrame(df.select(*sf.order, pos, *(["k"] if sf.keyed else []), "v"), te.t.item, sf.kt, (*sf.order, pos))
+    raise NotTranslatable(kind)
+
+
+def _flat_item_type(f: Any, vt: HType) -> HType:
+    try:
+        items = list(f(vt.sample()))
+    except Exception:  # the sample was not a meaningful input
+        return OPAQUE
+    t = of_value(items[0]) if items else None
+    return t if t is not None and not isinstance(t, NoneT) else OPAQUE
+
+
+def _arrow(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
+    if kind == "map":
+        out_t = infer_result(node.f, [sf.vt])
+    elif kind == "filter_map":
+        out_t = strip_optional(infer_result(node.f, [sf.vt]))
+    elif kind == "flat_map":
+        out_t = _flat_item_type(node.f, sf.vt)
+    else:
+        out_t = sf.vt
+    pos = ctx.fresh() if kind == "flat_map" else None
+    base = sf.df.select(*sf.cols())
+    fields = [f for f in base.schema.fields if f.name != "v"]
+    if pos is not None:
+        fields.append(T.StructField(pos, T.LongType(), True))
+    fields.append(T.StructField("v", out_t.spark(), True))
+    fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos)
+    df = base.mapInArrow(fn, T.StructType(fields))
+    order = (*sf.order, pos) if pos is not None else sf.order
+    return SFrame(df.select(*order, *(["k"] if sf.keyed else []), "v"), out_t, sf.kt, order)
+
+
+def _apply_scalar(ctx: BatchCtx, node: Any, kind: str, x: Scalar) -> Val:
+    if kind == "flat_map":
+        items = list(ctx.call(node, node.f, x.value)) if x.present else []
+        t = of_value(items[0]) if items else None
+        return frame_of(ctx.spark, items, t if t is not None else _flat_item_type(node.f, x.t))
+    if not x.present:
+        return Scalar.empty(x.t if kind in ("filter", "inspect") else infer_result(node.f, [x.t]))
+    if kind == "inspect":
+        ctx.call(node, node.f, x.value)
+        return x
+    if kind == "filter":
+        return x if ctx.call(node, node.f, x.value) else Scalar.empty(x.t)
+    y = ctx.call(node, node.f, x.value)
+    t = of_value(y) if y is not None else None
+    t = t if t is not None else infer_result(node.f, [x.t])
+    if kind == "filter_map" and y is None:
+        return Scalar.empty(t)
+    return Scalar(True, y, t)
+
+
+def _apply_store_table(ctx: BatchCtx, node: Any, kind: str, x: KTable) -> KTable:
+    f = node.f
+    if kind == "map":
+        return x.with_transform(lambda k, v: (True, ctx.call(node, f, v)), infer_result(f, [x.vt]))
+    if kind == "filter":
+        return x.with_transform(lambda k, v: (bool(ctx.call(node, f, v)), v), x.vt)
+    if kind == "inspect":
+        return x.with_transform(lambda k, v: (True, (ctx.call(node, f, v), v)[1]), x.vt)
+    raise unsupported(node, "on a keyed singleton", "use map() or filter()")
+
+
+# ------------------------------------------------------------------ leaves and pass-through
+@handles(n.Source)
+def source(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    raise SparkRunError(f"{site_of(node)}: source port {node.port!r} is not bound to an input")
+
+
+@handles(n.TickConstant)
+def tick_constant(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    return Scalar(True, node.value, of_value(node.value) or OPAQUE)
+
+
+@handles(n.Batch, n.Snapshot, n.AllTicks, n.Latest, n.ReleaseAligned, n.AlignedAt, n.WeakenOrdering, n.CycleSink)
+def passthrough(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    return args[0]
+
+
+@handles(n.Send)
+def send(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    return args[0]  # one Spark application: delivery is immediate, which is one legal schedule
+
+
+@handles(n.AssumeOrdering)
+def assume_ordering(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    if sf.order:
+        return sf
+    o = ctx.fresh()
+    return SFrame(sf.df.withColumn(o, F.monotonically_increasing_id()), sf.vt, sf.kt, (o,))
+
+
+@handles(n.Sink)
+def sink(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    ctx.outputs[node.port] = sframe(args[0], node)
+    return args[0]
+
+
+# ------------------------------------------------------------------ reshaping
+def pairs(ctx: BatchCtx, node: n.Node, sf: SFrame) -> tuple[DataFrame, HType, HType]:
+    """A stream of 2-tuples as a DataFrame with `k` and `v` columns (plus order)."""
+    if isinstance(sf.vt, TupleT) and len(sf.vt.items) == 2:
+        df = sf.df.select(*sf.order, F.col("v._1").alias("k"), F.col("v._2").alias("v"))
+        return df, sf.vt.items[0], sf.vt.items[1]
+    ctx.note_fn(node, f"arrow (elements of type {sf.vt.describe()} are split into key and value in Python)")
+    base = sf.df.select(*sf.order, "v")
+    fields = [f for f in base.schema.fields if f.name != "v"]
+    schema = T.StructType([*fields, T.StructField("k", OPAQUE.spark(), True), T.StructField("v", OPAQUE.spark(), True)])
+    return base.mapInArrow(split_pairs(sf.vt, ctx.site(node)), schema), OPAQUE, OPAQUE
+
+
+@handles(n.IntoKeyed)
+def into_keyed(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    df, kt, vt = pairs(ctx, node, sf)
+    return SFrame(df, vt, kt, sf.order)
+
+
+@handles(n.Entries)
+def entries(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
+    assert sf.kt is not None
+    v = F.struct(F.col("k").alias("_1"), F.col("v").alias("_2"))
+    return SFrame(sf.df.select(*sf.order, v.alias("v")), TupleT((sf.kt, sf.vt)), None, sf.order)
+
+
+@handles(n.Values)
+def values(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
+    return SFrame(sf.df.select(*sf.order, "v"), sf.vt, None, sf.order)
+
+
+@handles(n.IntoStream)
+def into_stream(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    assert isinstance(x, Scalar)
+    return frame_of(ctx.spark, [x.value] if x.present else [], x.t)
+
+
+@handles(n.IntoSingleton)
+def into_singleton(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    assert isinstance(x, Scalar)
+    return Scalar(True, x.value if x.present else None, x.t if isinstance(x.t, OptT) else OptT(x.t))
+
+
+@handles(n.UnwrapOr)
+def unwrap_or(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    assert isinstance(x, Scalar)
+    return Scalar(True, x.value if x.present else node.default, x.t)
+
+
+@handles(n.Zip)
+def zip_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    a, b = args
+    assert isinstance(a, Scalar) and isinstance(b, Scalar)
+    t = TupleT((a.t, b.t))
+    return Scalar(True, (a.value, b.value), t) if a.present and b.present else Scalar.empty(t)
+
+
+# ------------------------------------------------------------------ combining
+@handles(n.CrossSingleton)
+def cross_singleton(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    s = args[1]
+    assert isinstance(s, Scalar)
+    t = TupleT((sf.vt, s.t))
+    if not s.present:
+        return empty_like(sf, t)
+    return project(sf, F.struct(F.col("v").alias("_1"), literal(s.value, s.t).col.alias("_2")), t)
+
+
+def _need_bounded(node: n.Node) -> None:
+    if any(not c.meta.bounded for c in node.children):
+        raise unsupported(
+            node, "on unbounded streams (it would have to keep the whole history)",
+            "batch() both sides into a tick and combine the batches there",
+        )
+
+
+@handles(n.CrossProduct)
+def cross_product(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    _need_bounded(node)
+    a, b = sframe(args[0], node), sframe(args[1], node)
+    df = a.df.select(F.col("v").alias("_l")).crossJoin(b.df.select(F.col("v").alias("_r")))
+    return SFrame(df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt)))
+
+
+@handles(n.Join)
+def join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    _need_bounded(node)
+    l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
+    r_df, _, rv = pairs(ctx, node, sframe(args[1], node))
+    df = l_df.select("k", F.col("v").alias("_l")).join(r_df.select("k", F.col("v").alias("_r")), "k")
+    v = F.struct(F.col("k").alias("_1"), F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("_2"))
+    return SFrame(df.select(v.alias("v")), TupleT((lk, TupleT((lv, rv)))))
+
+
+@handles(n.AntiJoin)
+def anti_join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    if not node.left.meta.in_tick:
+        raise unsupported(node, "at top level", "batch() the stream into a tick first")
+    left = sframe(args[0], node)
+    l_df, _, _ = pairs(ctx, node, left)
+    right = sframe(args[1], node).df.select(F.col("v").alias("_key"))
+    kept = l_df.join(right, l_df["k"].eqNullSafe(right["_key"]), "left_anti")
+    assert isinstance(left.vt, TupleT)
+    return SFrame(kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")), left.vt, None, left.order)
+
+
+def _same_type(node: n.Node, a: SFrame, b: SFrame) -> HType:
+    if a.vt == b.vt or a.vt.spark() == b.vt.spark():
+        return a.vt
+    raise SparkRunError(
+        f"{site_of(node)}: {node.op}() combines elements of different types "
+        f"({a.vt.describe()} and {b.vt.describe()})\n  fix: map both sides to one element type first"
+    )
+
+
+def _orders(a: SFrame, width: int) -> list[Column]:
+    return [F.col(c).alias(f"_m{i}") for i, c in enumerate(a.order)] + [F.lit(0).cast("long").alias(f"_m{i}") for i in range(len(a.order), width)]
+
+
+@handles(n.Chain)
+def chain(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    a, b = sframe(args[0], node), sframe(args[1], node)
+    vt = _same_type(node, a, b)
+    width = max(len(a.order), len(b.order))
+    tag = ctx.fresh("_c")
+    names = tuple(f"_m{i}" for i in range(width))
+    da = a.df.select(F.lit(0).alias(tag), *_orders(a, width), "v")
+    db = b.df.select(F.lit(1).alias(tag), *_orders(b, width), F.col("v").cast(vt.spark()).alias("v"))
+    return SFrame(da.unionByName(db), vt, None, (tag, *names))
+
+
+@handles(n.MergeUnordered)
+def merge_unordered(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    a, b = sframe(args[0], node), sframe(args[1], node)
+    vt = _same_type(node, a, b)
+    keyed = ["k"] if a.keyed else []
+    return SFrame(a.df.select(*keyed, "v").unionByName(b.df.select(*keyed, F.col("v").cast(vt.spark()).alias("v"))), vt, a.kt)
+
+
+@handles(n.KeyedLookup)
+def keyed_lookup(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    left = sframe(args[0], node)
+    table = args[1]
+    assert isinstance(table, KTable) and left.kt is not None
+    if table.frame is not None:
+        right = table.frame
+    else:
+        keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
+        found = table.lookup(keys)
+        right = frame_of(ctx.spark, list(found.values()), table.vt, list(found), table.kt, ordered=False)
+    how = "left" if node.keep_missing else "inner"
+    r = right.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r"))
+    df = left.df.join(r, left.df["k"].eqNullSafe(r["_rk"]), how)
+    rt = OptT(table.vt) if node.keep_missing and not isinstance(table.vt, OptT) else table.vt
+    v = F.struct(F.col("v").alias("_1"), F.col("_r").alias("_2"))
+    return SFrame(df.select(*left.order, "k", v.alias("v")), TupleT((left.vt, rt)), left.kt, left.order)
+
+
+@handles(n.KeyedGet)
+def keyed_get(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    table, key = args
+    assert isinstance(table, KTable) and isinstance(key, Scalar)
+    if not key.present:
+        return Scalar.empty(table.vt)
+    if table.frame is None:
+        found = table.lookup([key.value])
+        return Scalar(True, found[key.value], table.vt) if key.value in found else Scalar.empty(table.vt)
+    rows = table.frame.df.filter(F.col("k").eqNullSafe(literal(key.value, table.kt).col)).select("v").limit(1).collect()
+    return Scalar(True, table.vt.decode(rows[0]["v"]), table.vt) if rows else Scalar.empty(table.vt)
+
+
+# ------------------------------------------------------------------ ordering within a batch
+@handles(n.Sort)
+def sort(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    o = ctx.fresh()
+    try:
+        key = translate(node.key, [TExpr(F.col("v"), sf.vt)]) if node.key is not None else TExpr(F.col("v"), sf.vt)
+        if not isinstance(strip_optional(key.t), (Prim, TupleT)):
+            raise NotTranslatable(f"sort key of type {key.t}")
+        ctx.note_fn(node, "native")
+        return SFrame(sf.df.withColumn(o, key.col), sf.vt, sf.kt, (o, *sf.order))
+    except NotTranslatable as exc:
+        ctx.note_fn(node, f"arrow ({exc})")
+    base = sf.df.select(*sf.cols()).repartition(1)
+    schema = T.StructType([*base.schema.fields, T.StructField(o, T.LongType(), True)])
+    df = base.mapInArrow(sort_whole(node.key, sf.vt, ctx.site(node), list(sf.order), o), schema)
+    return SFrame(df, sf.vt, sf.kt, (o,))
+
+
+def row_index(sf: SFrame, partition: list[str]) -> Column:
+    """0, 1, ... in the stream's order (within each partition key)."""
+    order = [F.col(c) for c in sf.order] or [F.col("v")]
+    w = Window.partitionBy(*partition).orderBy(*order) if partition else Window.orderBy(*order)
+    return F.row_number().over(w) - 1
+
+
+@handles(n.Unique)
+def unique(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    if not node.input.meta.bounded:
+        from .ops_state import unique_unbounded
+
+        return unique_unbounded(ctx, node, sf)
+    by = (["k"] if sf.keyed else []) + ["v"]
+    if not sf.order:
+        return sf.with_df(sf.df.dropDuplicates(by))
+    first = row_index(sf, by)
+    return sf.with_df(sf.df.withColumn("_first", first).filter(F.col("_first") == 0).drop("_first"))
+
+
+@handles(n.Enumerate)
+def enumerate_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    if not node.input.meta.bounded:
+        from .ops_state import enumerate_unbounded
+
+        return enumerate_unbounded(ctx, node, sf)
+    idx = row_index(sf, ["k"] if sf.keyed else [])
+    return project(sf, F.struct(idx.cast("long").alias("_1"), F.col("v").alias("_2")), TupleT((Prim(int), sf.vt)))
+
+
+@handles(n.Keys)
+def keys(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    x = args[0]
+    if isinstance(x, KTable):
+        sf = table_frame(ctx.spark, x)
+    else:
+        sf = sframe(x, node)
+        if not node.input.meta.bounded:
+            from .ops_state import unique_unbounded
+
+            ks = SFrame(sf.df.select(*sf.order, F.col("k").alias("v")), sf.kt or OPAQUE, None, sf.order)
+            return unique_unbounded(ctx, node, ks)
+    assert sf.kt is not None
+    return SFrame(sf.df.select(F.col("k").alias("v")).distinct(), sf.kt)

@@ -1,0 +1,298 @@
+"""Stateful operators: folds, reduces, counts, first/last, unique, enumerate, defer_tick, cycles.
+
+On a tick-bounded input these compute a per-tick value from the batch alone. On an
+unbounded input (a top-level operator fused into the query, or a *carried* node the
+alignment pass placed in the tick) they read the versioned state as of the previous
+batch, fold in this batch's delta and write the new version (see `state`): per-batch
+work is proportional to the batch.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ...ir import nodes as n
+from ...ir.meta import Kind
+from .exec import BatchCtx, handles
+from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
+from .lambdas import NotTranslatable, TExpr, literal
+from .ops import empty_like, project, row_index, sframe
+from .pyfn import fold_global, fold_keyed
+from .types import OPAQUE, HType, TupleT, from_python, of_value
+from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
+
+
+def _acc_type(value: Any, fallback: HType) -> HType:
+    t = of_value(value)
+    return t if t is not None else fallback
+
+
+def _spec(node: Any, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
+    """(algebra or None, has_init, init, accumulator type) of an aggregating node."""
+    if isinstance(node, n.Count):
+        return COUNT, True, 0, of_value(0)  # type: ignore[return-value]
+    if isinstance(node, n.First):
+        return FIRST, False, None, sf.vt
+    if isinstance(node, n.Last):
+        return LAST, False, None, sf.vt
+    if isinstance(node, n.Fold):
+        acc_t = of_value(node.init) or from_python(node.meta.elem) or OPAQUE
+        return analyze(node.f, acc_t, reduce=False), True, node.init, acc_t
+    return analyze(node.f, sf.vt, reduce=True), False, None, sf.vt
+
+
+@handles(n.Fold, n.Reduce, n.Count, n.First, n.Last)
+def aggregate(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sf = sframe(args[0], node)
+    alg, has_init, init, acc_t = _spec(node, sf)
+    carried = not node.input.meta.bounded
+    if alg is not None:
+        try:
+            parts = partial_columns(alg, TExpr(F.col("v"), sf.vt), sf.order_col())
+            if not isinstance(node, (n.Count, n.First, n.Last)):
+                ctx.note_fn(node, "native (incremental aggregate)")
+            if sf.keyed:
+                return _keyed_algebra(ctx, node, sf, alg, parts, has_init, init, acc_t, carried)
+            return _global_algebra(ctx, node, sf, alg, parts, has_init, init, acc_t, carried)
+        except NotTranslatable as exc:
+            reason = str(exc)
+    else:
+        reason = "the function is not an incremental aggregate"
+    ctx.note_fn(node, f"arrow (sequential fold: {reason})")
+    if sf.keyed:
+        return _keyed_python(ctx, node, sf, has_init, init, acc_t, carried)
+    return _global_python(ctx, node, sf, has_init, init, acc_t, carried)
+
+
+def _old(ctx: BatchCtx, node: n.Node, carried: bool, has_init: bool, init: Any) -> tuple[bool, Any]:
+    if carried:
+        found, value = ctx.state.get(ctx.key(node))
+        if found:
+            return True, value
+    return has_init, init
+
+
+def _global_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+    row = sf.df.agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)], F.count(F.lit(1)).alias("n")).collect()[0]
+    has, acc = _old(ctx, node, carried, has_init, init)
+    if row["n"]:
+        partials = [t.decode(row[f"p{i}"]) for i, (_, t) in enumerate(parts)]
+        acc = merge(alg, acc, has, partials)
+        has = True
+        if carried:
+            ctx.state.put(ctx.key(node), acc)
+    return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
+
+
+def _global_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+    has, acc = _old(ctx, node, carried, has_init, init)
+    f = node.f if isinstance(node, (n.Fold, n.Reduce)) else None
+    assert f is not None
+    base = sf.df.select(*sf.order, "v").coalesce(1)
+    fn = fold_global(f, acc, has, sf.vt, ctx.site(node), list(sf.order))
+    row = base.mapInArrow(fn, "acc binary, n long").collect()[0]
+    if row["n"]:
+        acc, has = pickle.loads(row["acc"]), True
+        if carried:
+            ctx.state.put(ctx.key(node), acc)
+    return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
+
+
+def _keyed_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+    assert sf.kt is not None
+    grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
+    if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
+        v = _merge_columns(alg, parts, has_init, init, acc_t)
+        out_t = acc_t if has_init else parts[0][1]
+        return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
+    rows = grouped.collect()
+    keys = [sf.kt.decode(r["k"]) for r in rows]
+    old = ctx.state.get_many(ctx.key(node), keys)
+    updates: dict[Any, Any] = {}
+    for k, r in zip(keys, rows):
+        partials = [t.decode(r[f"p{i}"]) for i, (_, t) in enumerate(parts)]
+        has, acc = (True, old[k]) if k in old else (has_init, init)
+        updates[k] = merge(alg, acc, has, partials)
+    ctx.state.put_many(ctx.key(node), updates)
+    vt = acc_t if has_init else parts[0][1]
+    return KTable(sf.kt, vt, None, ctx.key(node), ctx.state, updates)
+
+
+def _merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType) -> Column:
+    def one(kind: str, p: Column, start: Any, t: HType) -> Column:
+        if not has_init or kind in ("last", "first"):
+            return p
+        s = literal(start, t).col
+        if kind == "sum":
+            return s + p
+        if kind == "sub":
+            return s - p
+        if kind in ("max", "min"):
+            return (F.greatest if kind == "max" else F.least)(s, p)
+        if kind == "any":
+            return s | p
+        if kind == "all":
+            return s & p
+        return s  # keep
+
+    if alg.tuple_acc and isinstance(acc_t, TupleT):
+        comps: list[Column] = [literal(x, t).col for x, t in zip(init, acc_t.items)]
+        for part, (col, _) in zip(alg.parts, parts):
+            assert part.index is not None
+            comps[part.index] = one(part.kind, col, init[part.index], acc_t.items[part.index])
+        return F.struct(*[c.alias(f"_{i + 1}") for i, c in enumerate(comps)])
+    return one(alg.parts[0].kind, parts[0][0], init, acc_t)
+
+
+def _keyed_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+    assert sf.kt is not None
+    kt = sf.kt
+    f = node.f
+    starts: dict[Any, Any] = {}
+    if carried:
+        keys = [kt.decode(r["k"]) for r in sf.df.select("k").distinct().collect()]
+        starts = ctx.state.get_many(ctx.key(node), keys)
+    fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
+    schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
+    rows = sf.df.select(*sf.cols()).groupBy("k").applyInArrow(fn, schema).collect()
+    updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
+    sample = next(iter(updates.values()), init)
+    vt = _acc_type(sample, acc_t)
+    if carried:
+        ctx.state.put_many(ctx.key(node), updates)
+        return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)
+    return KTable(kt, vt, frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False))
+
+
+# ------------------------------------------------------------------ unique / enumerate over time
+def _distinct_values(sf: SFrame) -> list[Any]:
+    if sf.keyed:
+        assert sf.kt is not None
+        return [(sf.kt.decode(r["k"]), sf.vt.decode(r["v"])) for r in sf.df.select("k", "v").distinct().collect()]
+    return [sf.vt.decode(r["v"]) for r in sf.df.select("v").distinct().collect()]
+
+
+def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
+    """Elements never seen in an earlier batch (first occurrence within this batch)."""
+    seen = ctx.state.get_many(ctx.key(node), _distinct_values(sf))
+    fresh = [v for v in _distinct_values(sf) if v not in seen]
+    ctx.state.put_many(ctx.key(node), {v: True for v in fresh})
+    by = (["k"] if sf.keyed else []) + ["v"]
+    if sf.order:
+        first = sf.df.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
+    else:
+        first = sf.df.dropDuplicates(by)
+    if not fresh:
+        return empty_like(sf)
+    if sf.keyed:
+        assert sf.kt is not None
+        allowed = frame_of(ctx.spark, [v for _, v in fresh], sf.vt, [k for k, _ in fresh], sf.kt, ordered=False).df
+        allowed = allowed.select(F.col("k").alias("_ak"), F.col("v").alias("_av"))
+        cond = first["k"].eqNullSafe(allowed["_ak"]) & first["v"].eqNullSafe(allowed["_av"])
+    else:
+        allowed = frame_of(ctx.spark, fresh, sf.vt, ordered=False).df.select(F.col("v").alias("_av"))
+        cond = first["v"].eqNullSafe(allowed["_av"])
+    return sf.with_df(first.join(allowed, cond, "left_semi"))
+
+
+def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
+    """(index, element) with indexes continuing across batches (per key when keyed)."""
+    key = ctx.key(node)
+    idx = row_index(sf, ["k"] if sf.keyed else [])
+    if not sf.keyed:
+        found, offset = ctx.state.get(key)
+        offset = offset if found else 0
+        count = sf.df.count()
+        if count:
+            ctx.state.put(key, offset + count)
+        v = F.struct((idx + F.lit(offset)).cast("long").alias("_1"), F.col("v").alias("_2"))
+        return project(sf, v, TupleT((of_value(0), sf.vt)))  # type: ignore[arg-type]
+    assert sf.kt is not None
+    counts = {sf.kt.decode(r["k"]): r["n"] for r in sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()}
+    offsets = ctx.state.get_many(key, list(counts))
+    ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()})
+    off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], of_value(0), list(counts), sf.kt, ordered=False)  # type: ignore[arg-type]
+    offdf = off.df.select(F.col("k").alias("_ok"), F.col("v").alias("_off"))
+    df = sf.df.withColumn("_idx", idx).join(offdf, F.col("k").eqNullSafe(F.col("_ok")), "left")
+    v = F.struct((F.col("_idx") + F.col("_off")).cast("long").alias("_1"), F.col("v").alias("_2"))
+    out = SFrame(df, sf.vt, sf.kt, sf.order)
+    return project(out, v, TupleT((of_value(0), sf.vt)))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ previous tick
+def _deferred_of(node: n.DeferTick, ctx: BatchCtx, current: Val | None, fallback_t: HType, kind: Kind) -> Val:
+    """What `node`'s input held in the previous batch (empty in the first)."""
+    key = ctx.key(node)
+    if kind.streamlike or kind is Kind.KEYED_SINGLETON:
+        found, meta = ctx.state.get(key, b"frame")
+        if found:
+            path, vt, kt, order, schema_json = meta
+            schema = T.StructType.fromJson(schema_json)
+            sf = SFrame(ctx.spark.read.schema(schema).parquet(path), vt, kt, tuple(order))
+            return KTable(kt, vt, sf) if kind is Kind.KEYED_SINGLETON else sf
+        if isinstance(current, SFrame):
+            return empty_like(current)
+        if isinstance(current, KTable):
+            return KTable(current.kt, current.vt, empty_like(table_frame(ctx.spark, current)))
+        kt = from_python(node.meta.key) if kind.keyed else None
+        empty = frame_of(ctx.spark, [], fallback_t, [] if kt is not None else None, kt or OPAQUE if kind.keyed else None)
+        return KTable(empty.kt or OPAQUE, fallback_t, empty) if kind is Kind.KEYED_SINGLETON else empty
+    found, pair = ctx.state.get(key)
+    if found and pair[0]:
+        return Scalar(True, pair[1], _acc_type(pair[1], fallback_t))
+    return Scalar.empty(fallback_t)
+
+
+def _remember(ctx: BatchCtx, node: n.DeferTick, current: Val) -> None:
+    key = ctx.key(node)
+    if isinstance(current, Scalar):
+        ctx.state.put(key, (current.present, current.value))
+        return
+    sf = table_frame(ctx.spark, current) if isinstance(current, KTable) else current
+    assert isinstance(sf, SFrame)
+    path = ctx.state.blob_dir(key)
+    df = sf.df.select(*sf.cols())
+
+    def write() -> None:
+        df.write.mode("overwrite").parquet(path)
+
+    ctx.after.append(write)
+    ctx.state.put(key, (path, sf.vt, sf.kt, list(sf.order), df.schema.jsonValue()), b"frame")
+
+
+@handles(n.DeferTick)
+def defer_tick(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    current = args[0]
+    fallback = current.t if isinstance(current, Scalar) else current.vt
+    prev = _deferred_of(node, ctx, current, fallback, node.meta.kind)
+    _remember(ctx, node, current)
+    return prev
+
+
+@handles(n.CycleSource)
+def cycle_source(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    sink = next(x for x in ctx.stage.nodes if isinstance(x, n.CycleSink) and x.cycle == node.cycle)
+    deferred = sink.input
+    assert isinstance(deferred, n.DeferTick)
+    t = from_python(node.meta.elem) or (of_value(node.initial) if node.has_initial else None) or OPAQUE
+    prev = _deferred_of(deferred, ctx, None, t, node.meta.kind)
+    if isinstance(prev, Scalar) and not prev.present and node.has_initial:
+        return Scalar(True, node.initial, t)
+    return prev
+
+
+@handles(n.SourceIter)
+def source_iter(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+    """A finite literal input: all of it in the query's first batch, nothing afterwards."""
+    t = from_python(node.meta.elem) or (of_value(node.values[0]) if node.values else None) or OPAQUE
+    found, _ = ctx.state.get(ctx.key(node))
+    if not found:
+        ctx.state.put(ctx.key(node), True)
+        return frame_of(ctx.spark, list(node.values), t)
+    return frame_of(ctx.spark, [], t)
+

@@ -1,0 +1,307 @@
+"""Binding a program's named ports to Spark inputs and outputs at run time.
+
+Inputs (`--input port=SPEC`):
+
+| SPEC                                   | reads                                                     |
+| -------------------------------------- | --------------------------------------------------------- |
+| `DIR`, `json:DIR`, `csv:DIR`, `parquet:DIR` | new files in a directory (`?maxFilesPerTrigger=N` etc. pass options) |
+| `feed:DIR`                             | a hydrolite feed (`FeedWriter`; offsets = entries)         |
+| `rate:rowsPerSecond=N`, `rate-micro-batch:rowsPerBatch=N` | Spark's rate sources, mapped to the element type |
+| `demo`                                 | a few generated elements per batch (what `run` uses for unbound ports) |
+
+File layout of one element: a primitive is one column `value`; a tuple is columns `_1`,
+`_2`, ...; a dataclass / NamedTuple is one column per field; keyed ports are columns `key`
+and `value` (nested as needed; CSV only holds flat rows).
+
+Outputs (`--output port=SPEC`): `DIR` / `json:DIR` / `csv:DIR` / `parquet:DIR` (one
+`batch_id=N` directory per micro-batch, overwritten on replay), `memory` (a `MemorySink`),
+`console`, or a Python callable `f(batch_id, values)` (called once per batch id: a replay
+of a batch whose callback already returned is skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .errors import SparkRunError
+from .feed import FEED_FORMAT, entry_name, list_entries
+from .state import StateStore
+from .types import HType, ListT, NoneT, Prim, RecordT, StructT, TupleT
+from .values import SFrame
+
+_FILE_FORMATS = ("json", "csv", "parquet")
+
+
+def external_schema(vt: HType, kt: HType | None) -> T.StructType:
+    """The columns a file holding elements of this type has."""
+    if kt is not None:
+        return T.StructType([T.StructField("key", kt.spark(), True), T.StructField("value", vt.spark(), True)])
+    if isinstance(vt, StructT):
+        return T.StructType([T.StructField(n, t.spark(), True) for n, t in zip(vt.names, vt.items)])
+    return T.StructType([T.StructField("value", vt.spark(), True)])
+
+
+def internal_columns(vt: HType, kt: HType | None) -> list[Column]:
+    """`k` / `v` columns from the external layout."""
+    if kt is not None:
+        return [F.col("key").alias("k"), F.col("value").alias("v")]
+    if isinstance(vt, StructT):
+        return [F.struct(*[F.col(n) for n in vt.names]).alias("v")]
+    return [F.col("value").alias("v")]
+
+
+def external_columns(sf: SFrame) -> list[Column]:
+    """The external layout of an output."""
+    if sf.keyed:
+        return [F.col("k").alias("key"), F.col("v").alias("value")]
+    if isinstance(sf.vt, StructT):
+        return [F.col("v").getField(n).alias(n) for n in sf.vt.names]
+    return [F.col("v").alias("value")]
+
+
+# ------------------------------------------------------------------ inputs
+class InputBinding(ABC):
+    """Where a source port's elements come from."""
+
+    @abstractmethod
+    def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
+        """A streaming DataFrame with columns `v` (and `k`), plus `_seq` when it has an order."""
+
+    @abstractmethod
+    def describe(self) -> str: ...
+
+
+@dataclass
+class FileInput(InputBinding):
+    path: str
+    fmt: str = "json"
+    options: dict[str, str] = field(default_factory=dict)
+
+    def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
+        schema = external_schema(vt, kt)
+        if self.fmt == "csv" and any(isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType)) for f in schema.fields):
+            raise SparkRunError(f"port {port!r}: CSV holds flat rows only, but its elements are {vt.describe()}\n  fix: bind it to json: or parquet: files")
+        opts = {"mode": "FAILFAST", **({"header": "true"} if self.fmt == "csv" else {}), **self.options}
+        os.makedirs(self.path, exist_ok=True)
+        df = spark.readStream.schema(schema).format(self.fmt).options(**opts).load(self.path)
+        return df.select(*internal_columns(vt, kt))
+
+    def describe(self) -> str:
+        return f"{self.fmt} files in {self.path}"
+
+
+@dataclass
+class FeedInput(InputBinding):
+    path: str
+
+    def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
+        fields = ([T.StructField("k", kt.spark(), True)] if kt is not None else []) + [
+            T.StructField("v", vt.spark(), True),
+            T.StructField("_seq", T.LongType(), True),
+        ]
+        os.makedirs(self.path, exist_ok=True)
+        schema = json.dumps(T.StructType(fields).jsonValue())
+        return spark.readStream.format(FEED_FORMAT).option("path", self.path).option("schema", schema).load()
+
+    def describe(self) -> str:
+        return f"feed {self.path}"
+
+
+def demo_column(t: HType, value: Column, port: str) -> Column:
+    """An element of type t generated from the rate source's counter."""
+    if isinstance(t, NoneT):
+        return F.lit(None).cast(t.spark())
+    if isinstance(t, Prim):
+        if t.py is int:
+            return value
+        if t.py is float:
+            return value.cast("double") * 0.5
+        if t.py is str:
+            return F.concat(F.lit(f"{port}-"), (value % 4).cast("string"))
+        if t.py is bool:
+            return value % 2 == 0
+    if isinstance(t, StructT):
+        parts = [demo_column(it, value + i, f"{port}.{n}").alias(n) for i, (n, it) in enumerate(zip(t.names, t.items))]
+        return F.struct(*parts)
+    if isinstance(t, ListT):
+        return F.array(demo_column(t.item, value, port))
+    return F.lit(None).cast(t.spark())
+
+
+@dataclass
+class RateInput(InputBinding):
+    options: dict[str, str]
+    micro: bool = False
+
+    def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
+        fmt = "rate-micro-batch" if self.micro else "rate"
+        df = spark.readStream.format(fmt).options(**self.options).load()
+        v = F.col("value")
+        cols = [demo_column(vt, v, port).alias("v"), v.alias("_seq")]
+        if kt is not None:
+            cols.insert(0, demo_column(kt, v % 3, f"{port}-key").alias("k"))
+        return df.select(*cols)
+
+    def describe(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{'rate-micro-batch' if self.micro else 'rate'} source ({opts})"
+
+
+def parse_input(spec: str | InputBinding) -> InputBinding:
+    """An InputBinding from a command-line spec (see the module docstring)."""
+    if isinstance(spec, InputBinding):
+        return spec
+    if spec == "demo":
+        return RateInput({"rowsPerBatch": "3"}, micro=True)
+    kind, sep, rest = spec.partition(":")
+    if sep and kind in ("rate", "rate-micro-batch"):
+        return RateInput(dict(parse_qsl(rest.replace(",", "&"))), micro=kind == "rate-micro-batch")
+    if sep and kind == "feed":
+        return FeedInput(rest)
+    path, fmt = (rest, kind) if sep and kind in _FILE_FORMATS else (spec, "json")
+    path, _, query = path.partition("?")
+    return FileInput(path, fmt, dict(parse_qsl(query)))
+
+
+# ------------------------------------------------------------------ outputs
+@dataclass
+class SinkCtx:
+    """What a sink needs to write one batch idempotently."""
+
+    port: str
+    batch_id: int
+    store: StateStore
+    stage: str
+
+
+class OutputBinding(ABC):
+    """Where a sink port's elements go; `write` must be idempotent by batch id."""
+
+    @abstractmethod
+    def write(self, ctx: SinkCtx, sf: SFrame) -> int | None:
+        """Write one batch; returns the number of rows when it is known without extra work."""
+
+    @abstractmethod
+    def describe(self) -> str: ...
+
+
+def collect_values(sf: SFrame) -> list[Any]:
+    """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
+    df = sf.df.select(*sf.cols())
+    rows = df.collect()
+    if sf.order:
+        rows.sort(key=lambda r: tuple(r[c] for c in sf.order))
+    if sf.keyed:
+        assert sf.kt is not None
+        return [(sf.kt.decode(r["k"]), sf.vt.decode(r["v"])) for r in rows]
+    return [sf.vt.decode(r["v"]) for r in rows]
+
+
+class MemorySink(OutputBinding):
+    """Keeps every batch's values in this process, keyed by batch id (a replay replaces them)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, list[Any]] = {}
+
+    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
+        values = collect_values(sf)
+        self.batches[ctx.batch_id] = values
+        return len(values)
+
+    def values(self) -> list[Any]:
+        return [v for b in sorted(self.batches) for v in self.batches[b]]
+
+    def describe(self) -> str:
+        return "memory"
+
+
+class CallbackSink(OutputBinding):
+    """Calls `f(batch_id, values)` once per batch id (skipped on replay once it returned)."""
+
+    def __init__(self, f: Callable[[int, list[Any]], object], name: str = "callback") -> None:
+        self.f = f
+        self.name = name
+
+    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
+        values = collect_values(sf)
+        if not ctx.store.delivered(ctx.port, ctx.batch_id):
+            self.f(ctx.batch_id, values)
+            ctx.store.mark_delivered(ctx.port, ctx.batch_id)
+        return len(values)
+
+    def describe(self) -> str:
+        return self.name
+
+
+@dataclass
+class FileOutput(OutputBinding):
+    path: str
+    fmt: str = "json"
+
+    def write(self, ctx: SinkCtx, sf: SFrame) -> None:
+        df = sf.df.select(*external_columns(sf))
+        target = os.path.join(self.path, f"batch_id={ctx.batch_id}")
+        df.write.mode("overwrite").format(self.fmt).options(**({"header": "true"} if self.fmt == "csv" else {})).save(target)
+        return None
+
+    def describe(self) -> str:
+        return f"{self.fmt} files in {self.path}"
+
+
+def parse_output(spec: str | OutputBinding | Callable[[int, list[Any]], object]) -> OutputBinding:
+    if isinstance(spec, OutputBinding):
+        return spec
+    if callable(spec):
+        return CallbackSink(spec, getattr(spec, "__name__", "callback"))
+    if spec == "memory":
+        return MemorySink()
+    if spec == "console":
+        return CallbackSink(_print_batch, "console")
+    kind, sep, rest = spec.partition(":")
+    if sep and kind in _FILE_FORMATS:
+        return FileOutput(rest, kind)
+    return FileOutput(spec, "json")
+
+
+def _print_batch(batch_id: int, values: list[Any]) -> None:
+    for v in values[:20]:
+        print(f"  [batch {batch_id}] {v!r}")
+    if len(values) > 20:
+        print(f"  [batch {batch_id}] ... {len(values) - 20} more")
+
+
+# ------------------------------------------------------------------ channels between queries
+class ChannelOutput:
+    """Writes a node's per-batch output as feed entry <batch id> (skipped if already complete)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def write(self, batch_id: int, sf: SFrame) -> None:
+        final = os.path.join(self.path, entry_name(batch_id, "parquet"))
+        if batch_id in list_entries(self.path):
+            return  # written by an earlier attempt of this batch: replays are identical
+        tmp = final + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        order = [F.col(c) for c in sf.order]
+        df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
+        df = (df.orderBy(*order) if order else df).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
+        df.write.parquet(tmp)
+        os.rename(tmp, final)
+
+
+__all__ = [
+    "InputBinding", "FileInput", "FeedInput", "RateInput", "parse_input", "OutputBinding", "MemorySink",
+    "CallbackSink", "FileOutput", "parse_output", "ChannelOutput", "SinkCtx", "TupleT", "RecordT",
+]

@@ -1,0 +1,383 @@
+"""Running a plan: one Structured Streaming query per stage, `foreachBatch` per tick.
+
+Each stage's inputs (bound source ports and channels from other queries) are unioned into
+one streaming DataFrame, tagged by input (`_src`) with each input's payload in its own
+struct column, so every micro-batch is one consistent slice of all of them; Spark's
+offset log records, per batch id, the end offset of every input (see `offsets`).
+
+`foreachBatch(df, batch_id)` is the tick: evaluate the stage's nodes, write the new state
+version (`state`), then write every output of the tick. Every write is idempotent by batch
+id and state reads only see versions older than the batch, so a crash anywhere inside a
+batch followed by Spark's replay of that batch loses and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.cloudpickle import register_pickle_by_value
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StreamingQuery
+
+from ...ir import nodes as n
+from ...ir.graph import Flow
+from ...ir.meta import Kind
+from . import ops, ops_state  # noqa: F401  (register the node handlers)
+from .errors import SparkRunError
+from .exec import BatchCtx, evaluate, stage_keys
+from .ports import ChannelOutput, FeedInput, InputBinding, MemorySink, OutputBinding, SinkCtx, parse_input, parse_output
+from .session import spark_session
+from .stages import Channel, Plan, Stage, plan_flow
+from .state import StateStore
+from .pyfn import FnSite, elementwise
+from .types import OPAQUE, HType, from_python
+from .values import Scalar, SFrame, Val, frame_of
+
+FaultHook = Callable[[str, str, int], None]  # (point, query name, batch id)
+FAULT_POINTS = ("before_state", "before_outputs", "between_sinks", "after_sinks")
+_query_ids = itertools.count()
+
+
+class InjectedFault(RuntimeError):
+    """Raised by a fault hook to simulate a crash inside a micro-batch (tests)."""
+
+
+def fault_from_env(value: str | None = None) -> FaultHook | None:
+    """`HYDROLITE_FAULT=ACTION:POINT:QUERY:BATCH` (ACTION: kill = exit at once, raise = an exception)."""
+    spec = value if value is not None else os.environ.get("HYDROLITE_FAULT")
+    if not spec:
+        return None
+    action, point, query, batch = spec.split(":")
+
+    def hook(p: str, q: str, b: int) -> None:
+        if p == point and q == query and b == int(batch):
+            if action == "kill":
+                sys.stdout.flush()
+                os._exit(137)
+            raise InjectedFault(f"injected fault at {p} of batch {b} of query {q!r}")
+
+    return hook
+
+
+@dataclass
+class InputSpec:
+    """One input of a stage's union: a source port or a channel from another query."""
+
+    name: str
+    node: n.Node
+    binding: InputBinding
+    vt: HType
+    kt: HType | None
+
+
+@dataclass
+class StageProgress:
+    batches: int = 0
+    last_batch: int = -1
+    output_rows: dict[str, int] = field(default_factory=dict)
+    durations_ms: list[tuple[int, float]] = field(default_factory=list)
+    fn_paths: dict[str, str] = field(default_factory=dict)
+
+
+def _extract_message(exc: BaseException) -> str:
+    text = str(exc)
+    m = re.search(r"(?:UserFunctionError|SparkRunError|BadDataError): (.*?)(?:\n\n|\n\tat |\nJVM stacktrace|\Z)", text, re.S)
+    if m:
+        return m.group(1).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[:6])
+
+
+class StageRunner:
+    """One stage as one streaming query (or a one-off batch job when it reads no stream)."""
+
+    def __init__(self, runner: FlowRunner, stage: Stage) -> None:
+        self.runner = runner
+        self.stage = stage
+        self.dir = os.path.join(runner.checkpoint, stage.name)
+        self.store = StateStore(os.path.join(self.dir, "state"))
+        self.keys = stage_keys(stage)
+        self.inputs = [self._source_input(s) for s in stage.sources] + [self._channel_input(c) for c in stage.channels_in]
+        self.query: StreamingQuery | None = None
+        self.has_seq: list[bool] = [False] * len(self.inputs)
+        self.error: BaseException | None = None
+        self.progress = StageProgress()
+        os.makedirs(self.dir, exist_ok=True)
+        meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
+        with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
+            json.dump(meta, fh, indent=2)
+
+    def _source_input(self, src: n.Source) -> InputSpec:
+        vt = from_python(src.meta.elem)
+        kt = from_python(src.meta.key) if src.meta.kind.keyed else None
+        if vt is None or (src.meta.kind.keyed and kt is None):
+            vt, kt = vt or OPAQUE, (kt or OPAQUE) if src.meta.kind.keyed else None
+        return InputSpec(src.port, src, self.runner.inputs[src.port], vt, kt)
+
+    def _channel_input(self, ch: Channel) -> InputSpec:
+        vt, kt = self.runner.channel_types[ch.name]
+        return InputSpec(f"channel:{ch.name}", ch.node, FeedInput(self.runner.channel_dir(ch)), vt, kt)
+
+    # ------------------------------------------------------------- the streaming query
+    def streaming_df(self) -> DataFrame:
+        spark = self.runner.spark
+        parts: list[DataFrame] = []
+        for i, inp in enumerate(self.inputs):
+            sdf = inp.binding.stream(spark, inp.name, inp.vt, inp.kt)
+            self.has_seq[i] = "_seq" in sdf.columns
+            seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
+            payload = F.struct(*(["k"] if inp.kt is not None else []), "v")
+            parts.append(sdf.select(F.lit(i).alias("_src"), seq.alias("_seq"), payload.alias(f"p{i}")))
+        df = parts[0]
+        for p in parts[1:]:
+            df = df.unionByName(p, allowMissingColumns=True)
+        return df
+
+    def start(self, once: bool) -> None:
+        if not self.stage.streaming:
+            self.run_batch_job()
+            return
+        name = f"hydrolite.{self.runner.plan.flow.name}.{self.stage.name}.{next(_query_ids)}"
+        w = self.streaming_df().writeStream.queryName(name).foreachBatch(self.foreach_batch)
+        w = w.option("checkpointLocation", os.path.join(self.dir, "spark"))
+        if once:
+            w = w.trigger(availableNow=True)
+        self.query = w.start()
+
+    def run_batch_job(self) -> None:
+        """A stage without unbounded inputs (only literal sources) runs once, as batch 0."""
+        empty = self.runner.spark.createDataFrame([], "_src int, _seq long")
+        self.foreach_batch(empty, 0)
+
+    def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._process(df, batch_id)
+        except InjectedFault as exc:
+            self.error = exc
+            raise
+        except SparkRunError as exc:
+            self.error = exc
+            raise
+        except Exception as exc:  # Spark / Py4J errors: re-raise with the query and batch named
+            self.error = SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {_extract_message(exc)}")
+            raise self.error from exc
+
+    def _hook(self, point: str, batch_id: int) -> None:
+        if self.runner.fault is not None:
+            self.runner.fault(point, self.stage.name, batch_id)
+
+    def _split(self, df: DataFrame, ctx_state: Any) -> dict[int, Val]:
+        out: dict[int, Val] = {}
+        for i, inp in enumerate(self.inputs):
+            part = df.filter(F.col("_src") == i).select(F.col("_seq").alias("_o0"), F.col(f"p{i}.*"))
+            if not self.has_seq[i]:  # deterministic on replay: the batch's files and splits are logged
+                part = part.withColumn("_o0", F.monotonically_increasing_id())
+            sf = SFrame(part.select("_o0", *(["k"] if inp.kt is not None else []), "v"), inp.vt, inp.kt, ("_o0",))
+            if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
+                out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
+            else:
+                out[id(inp.node)] = sf
+        return out
+
+    def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
+        """A singleton read from another query: its newest version so far."""
+        rows = sf.df.orderBy(F.col("_o0").desc()).limit(1).collect()
+        key = f"input:{inp.name}"
+        if rows:
+            value = inp.vt.decode(rows[0]["v"])
+            state.put(key, value)
+            return Scalar(True, value, inp.vt)
+        found, value = state.get(key)
+        return Scalar(found, value, inp.vt)
+
+    def _process(self, df: DataFrame, batch_id: int) -> None:
+        t0 = time.perf_counter()
+        state = self.store.begin(batch_id)
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, self._split(df, state), self.keys)
+            evaluate(ctx)
+            for action in ctx.after:
+                action()
+            self._hook("before_state", batch_id)
+            state.commit()
+            self._hook("before_outputs", batch_id)
+            for j, sink in enumerate(self.stage.sinks):
+                if j:
+                    self._hook("between_sinks", batch_id)
+                sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
+                rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
+                if rows is not None:
+                    self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
+            for ch in self.stage.channels_out:
+                self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id)
+            self._hook("after_sinks", batch_id)
+        finally:
+            df.unpersist()
+        p = self.progress
+        p.batches += 1
+        p.last_batch = batch_id
+        p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
+        p.fn_paths.update(ctx.fn_paths)
+
+    def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
+        vt, kt = self.runner.channel_types[ch.name]
+        if isinstance(value, Scalar):
+            sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
+        elif isinstance(value, SFrame):
+            sf = value
+            if vt == OPAQUE and value.vt != OPAQUE:  # no declared type: carry the values pickled
+                site = FnSite(ch.node.op, ch.node.site.file, ch.node.site.line, batch_id, self.stage.name)
+                base = value.df.select(*value.cols())
+                fields = [f for f in base.schema.fields if f.name != "v"] + [T.StructField("v", T.BinaryType(), True)]
+                sf = value.with_df(base.mapInArrow(elementwise("map", _identity, value.vt, OPAQUE, site), T.StructType(fields)), vt=OPAQUE)
+            sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
+        else:
+            raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
+        ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class FlowRunner:
+    """Runs a program on Spark: binds ports, starts one query per stage, reports progress."""
+
+    def __init__(
+        self,
+        flow: Flow | Plan,
+        *,
+        spark: SparkSession | None = None,
+        master: str | None = None,
+        checkpoint: str | None = None,
+        inputs: Mapping[str, str | InputBinding] | None = None,
+        outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None = None,
+        fault: FaultHook | None = None,
+    ) -> None:
+        self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
+        self.spark = spark if spark is not None else spark_session(master)
+        self.checkpoint = os.path.abspath(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
+        self.fault = fault
+        flow_ = self.plan.flow
+        given_in = dict(inputs or {})
+        missing = sorted(p for p in flow_.sources if p not in given_in)
+        if missing:
+            raise SparkRunError(f"source ports not bound: {', '.join(missing)}\n  fix: bind each with an input (see hydrolite.planner.spark.ports)")
+        self.inputs: dict[str, InputBinding] = {p: parse_input(s) for p, s in given_in.items()}
+        self.outputs: dict[str, OutputBinding] = {p: parse_output((outputs or {}).get(p, "memory")) for p in flow_.sinks}
+        self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
+        _pickle_user_modules(flow_)
+        self.stages = [StageRunner(self, s) for s in self.plan.stages]
+
+    def _channel_type(self, ch: Channel) -> tuple[HType, HType | None]:
+        vt = from_python(ch.node.meta.elem) or OPAQUE
+        kt = (from_python(ch.node.meta.key) or OPAQUE) if ch.node.meta.kind.keyed else None
+        return vt, kt
+
+    def channel_dir(self, ch: Channel) -> str:
+        return os.path.join(self.checkpoint, "channels", ch.name)
+
+    def sink(self, port: str) -> OutputBinding:
+        return self.outputs[port]
+
+    def memory(self, port: str) -> MemorySink:
+        out = self.outputs[port]
+        if not isinstance(out, MemorySink):
+            raise KeyError(f"sink {port!r} is bound to {out.describe()}, not memory")
+        return out
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self, *, once: bool = False) -> FlowRunner:
+        for s in self.stages:
+            s.start(once)
+        return self
+
+    def _check(self) -> None:
+        for s in self.stages:
+            if s.error is not None:
+                raise s.error
+            q = s.query
+            if q is not None and not q.isActive and q.exception() is not None:
+                raise SparkRunError(f"query {s.stage.name!r} stopped: {_extract_message(q.exception())}")  # type: ignore[arg-type]
+
+    def process_all_available(self) -> None:
+        """Process everything currently available in every query (channels included)."""
+        while True:
+            before = [s.progress.last_batch for s in self.stages]
+            for s in self.stages:
+                if s.query is not None and s.query.isActive:
+                    try:
+                        s.query.processAllAvailable()
+                    except Exception:
+                        self._check()
+                        raise
+            self._check()
+            if [s.progress.last_batch for s in self.stages] == before:
+                return
+
+    def await_termination(self) -> None:
+        for s in self.stages:
+            if s.query is not None:
+                try:
+                    s.query.awaitTermination()
+                except Exception:
+                    self._check()
+                    raise
+        self._check()
+
+    def run_until_idle(self, idle_seconds: float = 3.0, poll: float = 0.5, on_progress: Callable[[FlowRunner], None] | None = None) -> None:
+        """Run until no query has had new input for `idle_seconds`."""
+        last_change = time.monotonic()
+        seen = [s.progress.last_batch for s in self.stages]
+        while time.monotonic() - last_change < idle_seconds:
+            time.sleep(poll)
+            self._check()
+            now = [s.progress.last_batch for s in self.stages]
+            if now != seen:
+                seen, last_change = now, time.monotonic()
+            if on_progress is not None:
+                on_progress(self)
+            if all(s.query is None or not s.query.isActive for s in self.stages):
+                break
+
+    def stop(self) -> None:
+        for s in self.stages:
+            if s.query is not None and s.query.isActive:
+                s.query.stop()
+        for s in self.stages:
+            s.store.close()
+
+    def __enter__(self) -> FlowRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _pickle_user_modules(flow: Flow) -> None:
+    """User functions travel to Spark's Python workers by value (their module may not be importable there)."""
+    done: set[str] = set()
+    for node in flow.nodes():
+        for v in node.params().values():
+            mod_name = getattr(v, "__module__", None)
+            if not callable(v) or mod_name is None or mod_name in done or mod_name == "__main__":
+                continue
+            if mod_name.startswith(("hydrolite.", "builtins", "pyspark.")):
+                continue
+            module = sys.modules.get(mod_name)
+            if module is not None:
+                register_pickle_by_value(module)
+                done.add(mod_name)

@@ -1,0 +1,42 @@
+"""The SparkSession hydrolite runs on: embedded `local[*]` by default, or a cluster / Spark Connect."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.memory": "2g",
+}
+
+
+def quiet_python_warnings() -> None:
+    """PySpark warns about pandas 3 on every Arrow function; hydrolite does not use pandas there."""
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "hydrolite") -> SparkSession:
+    """Get or create the session: `local[*]` when `master` is None, `sc://...` for Spark Connect."""
+    from .feed import FeedDataSource
+
+    quiet_python_warnings()
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None and master.startswith("sc://"):
+        builder = builder.remote(master)
+    else:
+        builder = builder.master(master or "local[*]")
+    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    if master is None or not master.startswith("sc://"):
+        spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(FeedDataSource)
+    return spark
