@@ -21,6 +21,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.ipc as ipc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from .types import HType
@@ -87,31 +88,49 @@ class FeedWriter:
         return self.send_many([value])
 
 
-class _Entry(InputPartition):  # type: ignore[misc]
+class _Entry(InputPartition):
     def __init__(self, index: int, path: str) -> None:
         super().__init__(index)
         self.index = index
         self.path = path
 
 
-class FeedStreamReader(DataSourceStreamReader):  # type: ignore[misc]
-    """Offsets are {"entries": n}: the first n entries of the directory."""
+class FeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are {"entries": n}: the first n entries of the directory.
 
-    def __init__(self, path: str, schema: StructType) -> None:
+    `maxEntriesPerTrigger` caps how many entries one micro-batch takes.
+    """
+
+    def __init__(self, path: str, schema: StructType, max_entries: int | None = None) -> None:
         self.path = path
         self.schema = schema
+        self.max_entries = max_entries
+        self.target: int | None = None
 
     def initialOffset(self) -> dict[str, int]:
         return {"entries": 0}
 
-    def latestOffset(self) -> dict[str, int]:
-        return {"entries": contiguous(self.path)}
+    def latestOffset(self, start: dict[Any, Any], limit: ReadLimit) -> dict[Any, Any]:
+        end = contiguous(self.path)
+        if self.target is not None:
+            end = min(end, self.target)
+        cap = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_entries
+        if cap is not None and start:
+            end = min(end, int(start["entries"]) + cap)
+        return {"entries": end}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxFiles(self.max_entries) if self.max_entries else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = contiguous(self.path)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Entry]:
         entries = list_entries(self.path)
         return [_Entry(i, os.path.join(self.path, entries[i])) for i in range(start["entries"], end["entries"])]
 
-    def read(self, partition: _Entry) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, _Entry)
         if partition.path.endswith(".arrow"):
             with pa.memory_map(partition.path) as src:
                 table = ipc.open_file(src).read_all()
@@ -128,7 +147,7 @@ class FeedStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         """Entries are kept: a feed is an append-only log (a replay may need them)."""
 
 
-class FeedDataSource(DataSource):  # type: ignore[misc]
+class FeedDataSource(DataSource):
     """`spark.readStream.format("hydrolite_feed").option("path", dir).option("schema", json)`."""
 
     @classmethod
@@ -139,4 +158,5 @@ class FeedDataSource(DataSource):  # type: ignore[misc]
         return StructType.fromJson(json.loads(self.options["schema"]))
 
     def streamReader(self, schema: StructType) -> FeedStreamReader:
-        return FeedStreamReader(self.options["path"], schema)
+        cap = self.options.get("maxEntriesPerTrigger")
+        return FeedStreamReader(self.options["path"], schema, int(cap) if cap else None)

@@ -122,9 +122,9 @@ def _find_ast(f: Callable[..., Any]) -> FnAst | None:
 
 
 def _inside(node: ast.AST, line: int, col: int) -> bool:
-    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-    end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-    return start <= (line, col) <= end  # type: ignore[operator]
+    start: tuple[int, int] = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    end: tuple[int, int] = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    return start <= (line, col) <= end
 
 
 def translate(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
@@ -196,10 +196,10 @@ class Translator:
     # ------------------------------------------------------------- names
     def resolve(self, name: str) -> Any:
         """The Python value a free name refers to (closure, global or builtin)."""
-        code = self.f.__code__  # type: ignore[attr-defined]
-        if name in code.co_freevars:
-            cell = self.f.__closure__[code.co_freevars.index(name)]  # type: ignore[attr-defined]
-            return cell.cell_contents
+        code = self.f.__code__
+        closure = getattr(self.f, "__closure__", None)
+        if name in code.co_freevars and closure is not None:
+            return closure[code.co_freevars.index(name)].cell_contents
         glb = getattr(self.f, "__globals__", {})
         if name in glb:
             return glb[name]
@@ -259,7 +259,7 @@ class Translator:
                 return TExpr(fn(a.col, b.col), BOOL)
             return TExpr(a.col != b.col, BOOL)
         if op in (ast.BitAnd, ast.BitOr, ast.BitXor) and rt == INT:
-            meth = {ast.BitAnd: "bitwiseAND", ast.BitOr: "bitwiseOR", ast.BitXor: "bitwiseXOR"}[op]  # type: ignore[index]
+            meth = {ast.BitAnd: "bitwiseAND", ast.BitOr: "bitwiseOR", ast.BitXor: "bitwiseXOR"}[op]
             return TExpr(getattr(ca, meth)(cb), INT)
         raise NotTranslatable(f"operator {op.__name__} on {a.t} and {b.t}")
 
@@ -333,8 +333,8 @@ class Translator:
         ordered = (_numeric(a.t) and _numeric(b.t)) or (a.t == b.t and isinstance(a.t, (Prim, TupleT)))
         if not ordered or isinstance(a.t, OptT) or isinstance(b.t, OptT):
             raise NotTranslatable(f"ordering comparison between {a.t} and {b.t}")
-        fn = {ast.Lt: Column.__lt__, ast.LtE: Column.__le__, ast.Gt: Column.__gt__, ast.GtE: Column.__ge__}[type(op)]  # type: ignore[index]
-        return fn(a.col, b.col)  # type: ignore[operator, no-any-return]
+        fn = {ast.Lt: Column.__lt__, ast.LtE: Column.__le__, ast.Gt: Column.__gt__, ast.GtE: Column.__ge__}[type(op)]
+        return fn(a.col, b.col)
 
     def ifexp(self, node: ast.IfExp) -> TExpr:
         test, a, b = self.visit(node.test), self.visit(node.body), self.visit(node.orelse)

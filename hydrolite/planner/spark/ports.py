@@ -104,6 +104,7 @@ class FileInput(InputBinding):
 @dataclass
 class FeedInput(InputBinding):
     path: str
+    options: dict[str, str] = field(default_factory=dict)
 
     def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
         fields = ([T.StructField("k", kt.spark(), True)] if kt is not None else []) + [
@@ -112,7 +113,8 @@ class FeedInput(InputBinding):
         ]
         os.makedirs(self.path, exist_ok=True)
         schema = json.dumps(T.StructType(fields).jsonValue())
-        return spark.readStream.format(FEED_FORMAT).option("path", self.path).option("schema", schema).load()
+        reader = spark.readStream.format(FEED_FORMAT).options(**self.options)
+        return reader.option("path", self.path).option("schema", schema).load()
 
     def describe(self) -> str:
         return f"feed {self.path}"
@@ -137,6 +139,26 @@ def demo_column(t: HType, value: Column, port: str) -> Column:
     if isinstance(t, ListT):
         return F.array(demo_column(t.item, value, port))
     return F.lit(None).cast(t.spark())
+
+
+def demo_value(t: HType, i: int, port: str) -> Any:
+    """A Python element of type t for demo inputs (the same scheme as `demo_column`)."""
+    if isinstance(t, NoneT):
+        return None
+    if isinstance(t, Prim):
+        if t.py is int:
+            return i
+        if t.py is float:
+            return i * 0.5
+        if t.py is str:
+            return f"{port}-{i % 4}"
+        if t.py is bool:
+            return i % 2 == 0
+    if isinstance(t, StructT):
+        return t.decode([t_.encode(demo_value(t_, i + j, f"{port}.{n}")) for j, (n, t_) in enumerate(zip(t.names, t.items))])
+    if isinstance(t, ListT):
+        return t.decode([t.item.encode(demo_value(t.item, i, port))])
+    return t.sample()
 
 
 @dataclass
@@ -168,7 +190,8 @@ def parse_input(spec: str | InputBinding) -> InputBinding:
     if sep and kind in ("rate", "rate-micro-batch"):
         return RateInput(dict(parse_qsl(rest.replace(",", "&"))), micro=kind == "rate-micro-batch")
     if sep and kind == "feed":
-        return FeedInput(rest)
+        path, _, query = rest.partition("?")
+        return FeedInput(path, dict(parse_qsl(query)))
     path, fmt = (rest, kind) if sep and kind in _FILE_FORMATS else (spec, "json")
     path, _, query = path.partition("?")
     return FileInput(path, fmt, dict(parse_qsl(query)))
@@ -267,18 +290,28 @@ def parse_output(spec: str | OutputBinding | Callable[[int, list[Any]], object])
     if spec == "memory":
         return MemorySink()
     if spec == "console":
-        return CallbackSink(_print_batch, "console")
+        return ConsoleSink()
     kind, sep, rest = spec.partition(":")
     if sep and kind in _FILE_FORMATS:
         return FileOutput(rest, kind)
     return FileOutput(spec, "json")
 
 
-def _print_batch(batch_id: int, values: list[Any]) -> None:
-    for v in values[:20]:
-        print(f"  [batch {batch_id}] {v!r}")
-    if len(values) > 20:
-        print(f"  [batch {batch_id}] ... {len(values) - 20} more")
+class ConsoleSink(OutputBinding):
+    """Prints each batch (the first `limit` elements) to stdout."""
+
+    def __init__(self, limit: int = 10) -> None:
+        self.limit = limit
+
+    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
+        values = collect_values(sf)
+        shown = ", ".join(repr(v) for v in values[: self.limit])
+        more = f", ... ({len(values) - self.limit} more)" if len(values) > self.limit else ""
+        print(f"  {ctx.port} [batch {ctx.batch_id}]: {shown}{more}" if values else f"  {ctx.port} [batch {ctx.batch_id}]: (nothing)")
+        return len(values)
+
+    def describe(self) -> str:
+        return "console"
 
 
 # ------------------------------------------------------------------ channels between queries

@@ -29,7 +29,7 @@ from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir import nodes as n
 from ...ir.graph import Flow
@@ -339,15 +339,13 @@ class FlowRunner:
         self._check()
 
     def run_until_idle(self, idle_seconds: float = 3.0, poll: float = 0.5, on_progress: Callable[[FlowRunner], None] | None = None) -> None:
-        """Run until no query has had new input for `idle_seconds`."""
-        last_change = time.monotonic()
-        seen = [s.progress.last_batch for s in self.stages]
-        while time.monotonic() - last_change < idle_seconds:
+        """Run until every query has been waiting for data (with nothing new) for `idle_seconds`."""
+        last_busy = time.monotonic()
+        while time.monotonic() - last_busy < idle_seconds:
             time.sleep(poll)
             self._check()
-            now = [s.progress.last_batch for s in self.stages]
-            if now != seen:
-                seen, last_change = now, time.monotonic()
+            if any(_busy(s.query) for s in self.stages if s.query is not None):
+                last_busy = time.monotonic()
             if on_progress is not None:
                 on_progress(self)
             if all(s.query is None or not s.query.isActive for s in self.stages):
@@ -367,6 +365,13 @@ class FlowRunner:
         self.stop()
 
 
+def _busy(q: StreamingQuery) -> bool:
+    if not q.isActive:
+        return False
+    st = q.status
+    return bool(st["isTriggerActive"] or st["isDataAvailable"]) or st["message"] not in ("Waiting for data to arrive", "Waiting for next trigger")
+
+
 def _pickle_user_modules(flow: Flow) -> None:
     """User functions travel to Spark's Python workers by value (their module may not be importable there)."""
     done: set[str] = set()
@@ -379,5 +384,5 @@ def _pickle_user_modules(flow: Flow) -> None:
                 continue
             module = sys.modules.get(mod_name)
             if module is not None:
-                register_pickle_by_value(module)
+                register_pickle_by_value(module)  # type: ignore[no-untyped-call]
                 done.add(mod_name)

@@ -218,7 +218,7 @@ class _Cutter:
 
     def _all_ticks(self) -> list[TickId]:
         ticks = {x.meta.loc for x in self.order if isinstance(x.meta.loc, TickId)}
-        return sorted(ticks, key=lambda t: t.index)  # type: ignore[arg-type, return-value]
+        return sorted((t for t in ticks if isinstance(t, TickId)), key=lambda t: t.index)
 
     # ------------------------------------------------------------- membership
     def _needed_by(self, node: n.Node, members: dict[str, set[int]]) -> set[str]:

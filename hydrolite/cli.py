@@ -1,0 +1,237 @@
+"""`hydrolite run | plan | offsets`: run a program on Spark, show its plan, show its offset log.
+
+A program is a Python file (or `package.module`) exposing `build() -> hydrolite.Flow`.
+
+`hydrolite run examples/counter.py` works on a fresh machine: Spark runs embedded
+(`local[*]`); every source port not bound with `--input` gets demo data — the program's
+optional `demo_inputs()` (a dict from port name to a list of batches, each a list of
+elements) or, without it, a few generated elements of the port's type — and every sink
+not bound with `--output` is printed. With only finite inputs (files, feeds, demo data)
+the run stops once idle; with a rate source it runs until Ctrl-C (or use `--once`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from .errors import HydroliteError
+from .ir.graph import Flow
+
+
+def load_program(spec: str) -> tuple[ModuleType, Flow]:
+    """Import a program file or module and call its `build()`."""
+    if spec.endswith(".py") or os.path.sep in spec:
+        path = os.path.abspath(spec)
+        if not os.path.isfile(path):
+            raise SystemExit(f"hydrolite: no such program file: {spec}")
+        name = "hydrolite_program_" + os.path.splitext(os.path.basename(path))[0]
+        sys.path.insert(0, os.path.dirname(path))
+        mod_spec = importlib.util.spec_from_file_location(name, path)
+        assert mod_spec is not None and mod_spec.loader is not None
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[name] = module
+        mod_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(spec)
+    build = getattr(module, "build", None)
+    if build is None:
+        raise SystemExit(f"hydrolite: {spec} has no build() function returning a hydrolite.Flow")
+    flow = build()
+    if not isinstance(flow, Flow):
+        raise SystemExit(f"hydrolite: {spec}: build() returned {type(flow).__name__}, not a hydrolite.Flow")
+    return module, flow
+
+
+def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        port, sep, value = item.partition("=")
+        if not sep or not port:
+            raise SystemExit(f"hydrolite: {what} must look like port=SPEC, got {item!r}")
+        out[port] = value
+    return out
+
+
+# ------------------------------------------------------------------ plan
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .planner.spark.render import RENDERERS
+    from .planner.spark.stages import plan_flow
+
+    _, flow = load_program(args.program)
+    print(RENDERERS[args.format](plan_flow(flow)))
+    return 0
+
+
+# ------------------------------------------------------------------ offsets
+def cmd_offsets(args: argparse.Namespace) -> int:
+    import json
+
+    from .planner.spark.offsets import read_offset_log
+
+    ticks = read_offset_log(args.checkpoint, args.query)
+    if not ticks:
+        print(f"no offset log under {args.checkpoint}", file=sys.stderr)
+        return 1
+    for t in ticks:
+        if args.json:
+            print(json.dumps({"query": t.query, "batch_id": t.batch_id, "committed": t.committed, "inputs": t.inputs}))
+        else:
+            print(t.describe())
+    return 0
+
+
+# ------------------------------------------------------------------ run
+def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: str) -> dict[str, str]:
+    from .planner.spark.feed import FeedWriter, contiguous
+    from .planner.spark.ports import demo_value
+    from .planner.spark.types import OPAQUE, from_python
+
+    given = getattr(module, "demo_inputs", None)
+    demo: dict[str, Any] = dict(given()) if callable(given) else {}
+    out: dict[str, str] = {}
+    for port in unbound:
+        src = flow.sources[port]
+        vt = from_python(src.meta.elem) or OPAQUE
+        kt = (from_python(src.meta.key) or OPAQUE) if src.meta.kind.keyed else None
+        path = os.path.join(directory, port)
+        out[port] = f"feed:{path}?maxEntriesPerTrigger=1"
+        if contiguous(path):  # written by an earlier run with this checkpoint: resume, do not duplicate
+            continue
+        writer = FeedWriter(path, vt, kt)
+        if port in demo:
+            batches = demo[port]
+        else:
+            batches = [[demo_value(vt, 4 * b + i, port) if kt is None else (demo_value(kt, i, port), demo_value(vt, 4 * b + i, port)) for i in range(4)] for b in range(5)]
+        for batch in batches:
+            writer.send_many(batch)
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .planner.spark.runtime import FlowRunner, fault_from_env
+    from .planner.spark.session import spark_session
+
+    module, flow = load_program(args.program)
+    inputs: dict[str, Any] = dict(_pairs(args.input, "--input"))
+    outputs: dict[str, Any] = dict(_pairs(args.output, "--output"))
+    unknown = sorted(set(inputs) - set(flow.sources)) + sorted(set(outputs) - set(flow.sinks))
+    if unknown:
+        raise SystemExit(f"hydrolite: unknown ports {unknown}; the program has sources {sorted(flow.sources)} and sinks {sorted(flow.sinks)}")
+    checkpoint = os.path.abspath(args.checkpoint or os.path.join(".hydrolite", flow.name))
+    unbound = sorted(p for p in flow.sources if p not in inputs)
+    if unbound:
+        inputs.update(_demo_feeds(module, flow, unbound, os.path.join(checkpoint, "demo-inputs")))
+    for port in flow.sinks:
+        outputs.setdefault(port, "console")
+    finite = all(not str(v).startswith("rate") for v in inputs.values())
+    conf = _pairs(args.conf, "--conf")
+    print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
+    if unbound:
+        print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
+    spark = spark_session(args.master, conf)
+    runner = FlowRunner(flow, spark=spark, checkpoint=checkpoint, inputs=inputs, outputs=outputs, fault=fault_from_env())
+    for s in runner.plan.stages:
+        print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
+    progress = _Progress(runner)
+    runner.start(once=args.once)
+    try:
+        if args.once:
+            runner.await_termination()
+        elif args.until_idle is not None or finite:
+            runner.run_until_idle(args.until_idle or 3.0, on_progress=progress.show)
+        else:
+            while True:
+                time.sleep(1.0)
+                progress.show(runner)
+                runner._check()
+    except KeyboardInterrupt:
+        print("hydrolite: interrupted; the checkpoint keeps the progress, run again to resume")
+    finally:
+        runner.stop()
+    progress.show(runner, final=True)
+    return 0
+
+
+class _Progress:
+    """Batches and rows/s per query, printed whenever a query finished a batch."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.rows: dict[tuple[str, int], int] = {}
+        self.shown: dict[str, int] = {}
+        self.start = time.monotonic()
+
+    def _collect(self) -> None:
+        for s in self.runner.stages:
+            q = s.query
+            for p in (q.recentProgress if q is not None else []):
+                self.rows[(s.stage.name, int(p["batchId"]))] = int(p.get("numInputRows", 0))
+
+    def show(self, runner: Any, final: bool = False) -> None:
+        self._collect()
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        for s in runner.stages:
+            p = s.progress
+            if not final and self.shown.get(s.stage.name) == p.last_batch:
+                continue
+            self.shown[s.stage.name] = p.last_batch
+            rows = sum(v for (q, _), v in self.rows.items() if q == s.stage.name)
+            last_ms = p.durations_ms[-1][1] if p.durations_ms else 0.0
+            outs = ", ".join(f"{k}={v}" for k, v in sorted(p.output_rows.items()))
+            label = "done" if final else "progress"
+            print(f"hydrolite {label}: query {s.stage.name}: {p.batches} batches (last #{p.last_batch}, {last_ms:.0f} ms), "
+                  f"{rows} input rows, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}")
+            if final and p.fn_paths:
+                for fn, path in sorted(p.fn_paths.items()):
+                    print(f"    {fn}: {path}")
+
+
+# ------------------------------------------------------------------ main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hydrolite", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a program on Spark (embedded local[*] by default)")
+    run.add_argument("program", help="a .py file (or module) exposing build() -> hydrolite.Flow")
+    run.add_argument("--master", help="Spark master URL (local[*], spark://..., yarn) or Spark Connect (sc://host:port)")
+    run.add_argument("--input", action="append", default=[], metavar="PORT=SPEC", help="bind a source port: DIR, json:|csv:|parquet:DIR, feed:DIR, rate:rowsPerSecond=N, demo")
+    run.add_argument("--output", action="append", default=[], metavar="PORT=SPEC", help="bind a sink port: DIR, json:|csv:|parquet:DIR, console, memory")
+    run.add_argument("--checkpoint", help="checkpoint directory (default .hydrolite/<program name>); rerun to resume")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
+    mode.add_argument("--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input")
+    run.set_defaults(fn=cmd_run)
+
+    plan = sub.add_parser("plan", help="show the queries, merged ticks and aligned regions")
+    plan.add_argument("program")
+    plan.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
+    plan.set_defaults(fn=cmd_plan)
+
+    offsets = sub.add_parser("offsets", help="show, per tick (micro-batch), the source offsets it covered")
+    offsets.add_argument("checkpoint")
+    offsets.add_argument("--query", help="only this query (e.g. tick0)")
+    offsets.add_argument("--json", action="store_true", help="one JSON object per line")
+    offsets.set_defaults(fn=cmd_offsets)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except HydroliteError as exc:
+        print(f"hydrolite: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
