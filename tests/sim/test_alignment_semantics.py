@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from examples import bank, counter, counter_naive
+from examples import bank, counter, counter_naive, kvstore
 from hydrolite.sim import SimulationFailure, Simulator
 
 
@@ -63,3 +63,30 @@ def test_bank_audit_sees_balances_and_total_from_one_ledger_prefix() -> None:
 
     assert Simulator(bank.build).exhaustive(audit) > 1  # many ledger prefixes, all consistent
 
+
+
+def test_kvstore_get_after_ack_never_misses_the_put_under_racing() -> None:
+    # Two puts to one key race with an early get. After the first ack a get sees a put
+    # (never None); after both acks it sees the last write. The naive variant (plain
+    # snapshot, unaligned ack) would be allowed to answer None after the ack.
+    answers: Counter[tuple[object, object, object]] = Counter()
+
+    def scenario(s: Simulator) -> None:
+        put, get = s.sender("put"), s.sender("get")
+        acks, responses = s.receiver("put_ack"), s.receiver("get_response")
+        put.send_many([("c1", "k", 1), ("c2", "k", 2)])
+        get.send(("early", "k"))
+        early = responses.next()[2]
+        acks.next()
+        get.send(("after-one", "k"))
+        after_one = responses.next()[2]
+        assert after_one in (1, 2), f"get after an ack answered {after_one}"
+        acks.next()
+        get.send(("after-two", "k"))
+        after_two = responses.next()[2]
+        assert after_two == 2, f"get after both acks answered {after_two}"
+        answers[(early, after_one, after_two)] += 1
+
+    runs = Simulator(kvstore.build).exhaustive(scenario)
+    assert runs == sum(answers.values()) > 1
+    assert {a[0] for a in answers} == {None, 1, 2}  # the early get really races the puts
