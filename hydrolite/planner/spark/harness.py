@@ -1,0 +1,158 @@
+"""Run simulator-style scenarios against real Spark (conformance tests).
+
+`SparkHarness` offers the simulator's test handles — `sender(port).send(x)`,
+`receiver(port).next()`, `assert_yields`, `assert_yields_only`, `assert_yields_unordered`,
+`assert_no_more`, `collect` — so the same scenario function runs under both:
+
+```python
+def scenario(s):
+    s.sender("increment").send(("c1", None))
+    s.receiver("increment_ack").assert_yields([("c1", None)])
+    s.sender("query").send(("c1", None))
+    s.receiver("query_response").assert_yields_only([("c1", 1)])
+
+Simulator(counter.build).exhaustive(scenario)       # every schedule
+SparkHarness(counter.build(), spark).run(scenario)  # one real Spark execution
+```
+
+Sends are buffered per port and written as one feed entry (`FeedWriter`) when a receiver
+waits; waiting processes everything available in every query (Spark's own batching
+decides the ticks), and reads the sink's in-memory output. Spark explores no schedules:
+the harness checks that the real runtime produces outputs the scenario accepts.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from ...ir.graph import Flow
+from .feed import FeedWriter
+from .runtime import FlowRunner
+from .types import OPAQUE, from_python
+
+
+class NoMoreOutput(AssertionError):
+    """The scenario waited for an output that Spark did not produce."""
+
+
+class SparkSender:
+    """Buffers elements for a source port until the next receive."""
+
+    def __init__(self, harness: SparkHarness, port: str) -> None:
+        self.harness = harness
+        self.port = port
+        self.pending: list[Any] = []
+
+    def send(self, x: Any) -> None:
+        self.pending.append(x)
+
+    def send_many(self, xs: Iterable[Any]) -> None:
+        self.pending.extend(xs)
+
+    def flush(self) -> bool:
+        if not self.pending:
+            return False
+        self.harness.writers[self.port].send_many(self.pending)
+        self.pending = []
+        return True
+
+
+class SparkReceiver:
+    """Reads a sink port's outputs, running the queries until they appear."""
+
+    def __init__(self, harness: SparkHarness, port: str) -> None:
+        self.harness = harness
+        self.port = port
+        self.cursor = 0
+
+    def _available(self) -> list[Any]:
+        return self.harness.runner.memory(self.port).values()[self.cursor :]
+
+    def next(self) -> Any:
+        if not self._available():
+            self.harness.step()
+        got = self._available()
+        if not got:
+            raise NoMoreOutput(f"receiver {self.port!r} waited for an output, but Spark produced none")
+        self.cursor += 1
+        return got[0]
+
+    def collect(self) -> list[Any]:
+        self.harness.step()
+        out = self._available()
+        self.cursor += len(out)
+        return out
+
+    def assert_yields(self, expected: Iterable[Any]) -> None:
+        for i, e in enumerate(want := list(expected)):
+            got = self.next()
+            if got != e:
+                raise AssertionError(f"{self.port!r} yielded {got!r}, expected {e!r} (item {i + 1} of {want!r})")
+
+    def assert_yields_unordered(self, expected: Iterable[Any]) -> None:
+        remaining = list(expected)
+        for _ in range(len(remaining)):
+            got = self.next()
+            if got not in remaining:
+                raise AssertionError(f"{self.port!r} yielded unexpected {got!r}; still expected {remaining!r} (in any order)")
+            remaining.remove(got)
+
+    def assert_no_more(self) -> None:
+        extra = self.collect()
+        if extra:
+            raise AssertionError(f"{self.port!r} yielded unexpected {extra!r}, expected no more outputs")
+
+    def assert_yields_only(self, expected: Iterable[Any]) -> None:
+        self.assert_yields(expected)
+        self.assert_no_more()
+
+    def assert_yields_only_unordered(self, expected: Iterable[Any]) -> None:
+        self.assert_yields_unordered(expected)
+        self.assert_no_more()
+
+
+class SparkHarness:
+    """A program on Spark with every source fed through a hydrolite feed and every sink in memory."""
+
+    def __init__(self, flow: Flow | Callable[[], Flow], spark: SparkSession, directory: str | None = None) -> None:
+        self.flow = flow if isinstance(flow, Flow) else flow()
+        self.dir = directory or tempfile.mkdtemp(prefix="hydrolite-harness-")
+        self.writers: dict[str, FeedWriter] = {}
+        inputs: dict[str, str] = {}
+        for port, src in self.flow.sources.items():
+            vt = from_python(src.meta.elem) or OPAQUE
+            kt = (from_python(src.meta.key) or OPAQUE) if src.meta.kind.keyed else None
+            path = os.path.join(self.dir, "inputs", port)
+            self.writers[port] = FeedWriter(path, vt, kt)
+            inputs[port] = f"feed:{path}"
+        self.runner = FlowRunner(self.flow, spark=spark, checkpoint=os.path.join(self.dir, "checkpoint"), inputs=inputs)
+        self.senders = {p: SparkSender(self, p) for p in self.flow.sources}
+        self.receivers = {p: SparkReceiver(self, p) for p in self.flow.sinks}
+        self.started = False
+
+    def sender(self, port: str, ty: Any = None) -> SparkSender:
+        return self.senders[port]
+
+    def receiver(self, port: str) -> SparkReceiver:
+        return self.receivers[port]
+
+    def step(self) -> None:
+        """Write pending sends, then process everything available."""
+        for s in self.senders.values():
+            s.flush()
+        if not self.started:
+            self.runner.start()
+            self.started = True
+        self.runner.process_all_available()
+
+    def run(self, scenario: Callable[[Any], object]) -> None:
+        """Run the scenario once on Spark (the queries are stopped afterwards)."""
+        try:
+            scenario(self)
+        finally:
+            self.runner.stop()

@@ -1,0 +1,105 @@
+"""Planning (no Spark needed): stages = queries, fusion, channels, and the `plan` printouts."""
+
+from __future__ import annotations
+
+import pytest
+
+import hydrolite as hl
+from examples import bank, counter, counter_naive, kvstore
+from hydrolite import nondet
+from hydrolite.cli import main
+from hydrolite.ir import nodes as n
+from hydrolite.planner.spark.render import render_dot, render_mermaid, render_text
+from hydrolite.planner.spark.stages import SparkPlanError, plan_flow
+
+
+class Server:
+    """Tag."""
+
+
+def test_aligned_counter_is_one_query() -> None:
+    plan = plan_flow(counter.build())
+    assert len(plan.stages) == 1
+    (q,) = plan.stages
+    assert [s.port for s in q.sources] == ["increment", "query"]
+    assert sorted(s.port for s in q.sinks) == ["increment_ack", "query_response"]
+    assert [x.op for x in q.stateful] == ["fold"]  # the carried fold keeps versioned state
+    assert len(q.regions) == 1 and q.tick is not None
+
+
+def test_naive_counter_is_two_queries() -> None:
+    plan = plan_flow(counter_naive.build())
+    assert [s.name for s in plan.stages] == ["tick0", "pipeline0"]
+    tick, acks = plan.stages
+    # the query tick reads queries and increments (the top-level fold is fused into it)
+    assert [s.port for s in tick.sources] == ["increment", "query"]
+    assert [s.port for s in tick.sinks] == ["query_response"]
+    assert [x.op for x in tick.stateful] == ["fold"]
+    # the ack pipeline crosses no tick: its own query, reading increments on its own
+    assert [s.port for s in acks.sources] == ["increment"] and [s.port for s in acks.sinks] == ["increment_ack"]
+    assert acks.tick is None and not acks.stateful
+
+
+@pytest.mark.parametrize("module", [kvstore, bank])
+def test_examples_with_align_points_are_one_query(module: object) -> None:
+    assert len(plan_flow(module.build()).stages) == 1  # type: ignore[attr-defined]
+
+
+def test_plan_text_shows_queries_merged_ticks_and_regions() -> None:
+    text = render_text(plan_flow(counter.build()))
+    assert text.startswith("plan of 'counter': 1 query")
+    assert "merged ticks: Tick#0[Process[Server]]" in text
+    assert "aligned region align#0[Process[Server]]" in text
+    assert "reads: increment (counter.py:26), query (counter.py:27)  [one streaming DataFrame, tagged by source]" in text
+    assert "state (versioned by batch id): fold() counter.py:30" in text
+    naive = render_text(plan_flow(counter_naive.build()))
+    assert naive.startswith("plan of 'counter_naive': 2 queries")
+    assert "query 1 'pipeline0': streaming query for a top-level pipeline (crosses no tick)" in naive
+
+
+def test_plan_pictures() -> None:
+    plan = plan_flow(counter_naive.build())
+    dot = render_dot(plan)
+    assert dot.startswith('digraph "counter_naive"') and dot.count("subgraph cluster_") == 2
+    mer = render_mermaid(plan)
+    assert mer.startswith("flowchart LR") and 'subgraph q1["query 1: pipeline0"]' in mer
+
+
+def two_ticks() -> hl.Flow:
+    """Tick A's output is batched into tick B: two unaligned queries joined by a channel."""
+    flow = hl.FlowBuilder("two_ticks")
+    p = flow.process(Server)
+    xs = p.source("x", int)
+    a, b = p.tick(), p.tick()
+    doubled = xs.batch(a, nondet("any grouping")).map(lambda x: x * 2).all_ticks()
+    doubled.batch(b, nondet("any grouping")).count().into_stream().all_ticks().sink("counts")
+    doubled.sink("doubled")
+    return flow.finalize()
+
+
+def test_tick_to_tick_edges_become_channels() -> None:
+    plan = plan_flow(two_ticks())
+    assert [s.name for s in plan.stages] == ["tick0", "tick1"]
+    (ch,) = plan.channels
+    assert isinstance(ch.node, n.AllTicks) and ch.producer == 0 and ch.consumers == [1]
+    assert [s.port for s in plan.stages[0].sinks] == ["doubled"]  # tick A's outputs stay in its query
+    assert plan.stages[1].sources == [] and plan.stages[1].channels_in == [ch]
+    assert "channel ch0_all_ticks from query 0" in render_text(plan)
+
+
+def test_clusters_are_rejected_with_the_users_line() -> None:
+    flow = hl.FlowBuilder("cl")
+    c = flow.cluster(Server)
+    c.source("x", int).sink("y")
+    with pytest.raises(SparkPlanError, match=r"test_plan.py:\d+: source\(\) runs on a cluster"):
+        plan_flow(flow.finalize())
+
+
+def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "examples/counter.py"]) == 0
+    assert "plan of 'counter': 1 query" in capsys.readouterr().out
+    assert main(["plan", "examples/counter_naive.py", "--format", "mermaid"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("subgraph q") == 2
+    assert main(["plan", "examples/counter_naive.py", "--format", "dot"]) == 0
+    assert capsys.readouterr().out.count("subgraph cluster_") == 2
