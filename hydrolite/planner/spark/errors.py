@@ -25,7 +25,7 @@ class SparkRunError(HydroliteError, RuntimeError):
 class UserFunctionError(SparkRunError):
     """A user function raised, or returned a value of the wrong type, on one element."""
 
-    def __init__(self, op: str, file: str, line: int, element: object, batch_id: int, stage: str, exc: BaseException) -> None:
+    def __init__(self, op: str, file: str, line: int, element: object, batch_id: int, stage: str, exc: BaseException, fn_at: str = "") -> None:
         self.op = op
         self.file = file
         self.line = line
@@ -38,6 +38,8 @@ class UserFunctionError(SparkRunError):
         )
         if code:
             msg += f"\n  {line:>5} | {code}"
+        if fn_at:
+            msg += f"\n  the function is defined at {fn_at}"
         super().__init__(msg)
 
     def __reduce__(self) -> tuple[object, ...]:  # keep the message when crossing processes

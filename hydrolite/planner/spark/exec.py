@@ -8,6 +8,7 @@ topological order and asks each handler for the node's `Val` in this batch.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,13 +54,18 @@ class BatchCtx:
     channel_outputs: dict[str, Val] = field(default_factory=dict)
     fn_paths: dict[str, str] = field(default_factory=dict)  # "op() file:line" -> native | arrow
     after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
+    natives: list[tuple[Any, SFrame]] = field(default_factory=list)  # translated functions and their inputs
     _fresh: itertools.count[int] = field(default_factory=itertools.count)
 
     def key(self, node: n.Node) -> str:
         return self.keys[id(node)]
 
     def site(self, node: n.Node) -> FnSite:
-        return FnSite(node.op, node.site.file, node.site.line, self.batch_id, self.stage.name)
+        fn_at = ""
+        code = getattr(getattr(node, "f", None), "__code__", None)
+        if code is not None and (os.path.abspath(code.co_filename), code.co_firstlineno) != (node.site.file, node.site.line):
+            fn_at = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+        return FnSite(node.op, node.site.file, node.site.line, self.batch_id, self.stage.name, fn_at)
 
     def fresh(self, prefix: str = "_o") -> str:
         return f"{prefix}{next(self._fresh) + 1}"

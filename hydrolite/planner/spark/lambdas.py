@@ -108,7 +108,7 @@ def _find_ast(f: Callable[..., Any]) -> FnAst | None:
             cands.append(node)
     cands = [c for c in cands if tuple(a.arg for a in c.args.args) == params and not c.args.posonlyargs]
     if len(cands) > 1:
-        pos = [(p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None]
+        pos = [(p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None and (p[0], p[2]) != (p[1], p[3])]
         cands = [c for c in cands if all(_inside(c, line, col) for line, col in pos)]
     if len(cands) != 1:
         return None
@@ -245,11 +245,11 @@ class Translator:
         if op is ast.Div:
             return TExpr(ca.cast("double") / cb.cast("double"), FLOAT)
         if op is ast.Mod:
-            return TExpr(F.pmod(ca, cb), rt)
+            return TExpr(_py_mod(ca, cb), rt)
         if op is ast.FloorDiv:
             if rt == FLOAT:
                 return TExpr(F.floor(ca / cb).cast("double"), FLOAT)
-            exact = (ca - F.pmod(ca, cb)).cast("decimal(38,0)") / cb.cast("decimal(38,0)")
+            exact = (ca - _py_mod(ca, cb)).cast("decimal(38,0)") / cb.cast("decimal(38,0)")
             return TExpr(exact.cast("long"), INT)
         if op is ast.Pow and rt == FLOAT:
             return TExpr(F.pow(ca, cb), FLOAT)
@@ -458,6 +458,12 @@ class Translator:
         if name == "find" and len(consts) == 1 and consts[0] is not None:
             return TExpr((F.locate(consts[0], obj.col) - 1).cast("long"), INT)
         raise NotTranslatable(f"str.{name}() with these arguments")
+
+
+def _py_mod(a: Column, b: Column) -> Column:
+    """Python's `a % b`: the result has the sign of the divisor (Spark's `%` follows the dividend)."""
+    r = a % b
+    return F.when((r != 0) & ((r < 0) != (b < 0)), r + b).otherwise(r)
 
 
 def _hashable(x: Any) -> bool:

@@ -17,7 +17,7 @@ from ...ir import nodes as n
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles
 from .lambdas import NotTranslatable, TExpr, literal, translate
-from .pyfn import elementwise, sort_whole, split_pairs
+from .pyfn import elementwise, map_in_arrow, sort_whole, split_pairs
 from .types import OPAQUE, HType, ListT, NoneT, OptT, Prim, TupleT, infer_result, of_value, strip_optional
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
@@ -70,6 +70,7 @@ def apply_stream(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
         try:
             out = _native(ctx, kind, translate(node.f, [TExpr(F.col("v"), sf.vt)]), sf)
             ctx.note_fn(node, "native")
+            ctx.natives.append((node, sf))
             return out
         except NotTranslatable as exc:
             reason = str(exc)
@@ -121,7 +122,7 @@ def _arrow(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
         fields.append(T.StructField(pos, T.LongType(), True))
     fields.append(T.StructField("v", out_t.spark(), True))
     fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos)
-    df = base.mapInArrow(fn, T.StructType(fields))
+    df = map_in_arrow(base, fn, T.StructType(fields))
     order = (*sf.order, pos) if pos is not None else sf.order
     return SFrame(df.select(*order, *(["k"] if sf.keyed else []), "v"), out_t, sf.kt, order)
 
@@ -203,7 +204,7 @@ def pairs(ctx: BatchCtx, node: n.Node, sf: SFrame) -> tuple[DataFrame, HType, HT
     base = sf.df.select(*sf.order, "v")
     fields = [f for f in base.schema.fields if f.name != "v"]
     schema = T.StructType([*fields, T.StructField("k", OPAQUE.spark(), True), T.StructField("v", OPAQUE.spark(), True)])
-    return base.mapInArrow(split_pairs(sf.vt, ctx.site(node)), schema), OPAQUE, OPAQUE
+    return map_in_arrow(base, split_pairs(sf.vt, ctx.site(node)), schema), OPAQUE, OPAQUE
 
 
 @handles(n.IntoKeyed)
@@ -388,7 +389,7 @@ def sort(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
         ctx.note_fn(node, f"arrow ({exc})")
     base = sf.df.select(*sf.cols()).repartition(1)
     schema = T.StructType([*base.schema.fields, T.StructField(o, T.LongType(), True)])
-    df = base.mapInArrow(sort_whole(node.key, sf.vt, ctx.site(node), list(sf.order), o), schema)
+    df = map_in_arrow(base, sort_whole(node.key, sf.vt, ctx.site(node), list(sf.order), o), schema)
     return SFrame(df, sf.vt, sf.kt, (o,))
 
 

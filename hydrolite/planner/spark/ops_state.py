@@ -22,7 +22,7 @@ from .exec import BatchCtx, handles
 from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
 from .lambdas import NotTranslatable, TExpr, literal
 from .ops import empty_like, project, row_index, sframe
-from .pyfn import fold_global, fold_keyed
+from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
 from .types import OPAQUE, HType, TupleT, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
@@ -95,7 +95,7 @@ def _global_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: A
     assert f is not None
     base = sf.df.select(*sf.order, "v").coalesce(1)
     fn = fold_global(f, acc, has, sf.vt, ctx.site(node), list(sf.order))
-    row = base.mapInArrow(fn, "acc binary, n long").collect()[0]
+    row = map_in_arrow(base, fn, "acc binary, n long").collect()[0]
     if row["n"]:
         acc, has = pickle.loads(row["acc"]), True
         if carried:
@@ -107,7 +107,7 @@ def _keyed_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: li
     assert sf.kt is not None
     grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
-        v = _merge_columns(alg, parts, has_init, init, acc_t)
+        v = _merge_columns(alg, [(F.col(f"p{i}"), t) for i, (_, t) in enumerate(parts)], has_init, init, acc_t)
         out_t = acc_t if has_init else parts[0][1]
         return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
     rows = grouped.collect()
@@ -159,7 +159,7 @@ def _keyed_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: An
         starts = ctx.state.get_many(ctx.key(node), keys)
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
-    rows = sf.df.select(*sf.cols()).groupBy("k").applyInArrow(fn, schema).collect()
+    rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
     updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
     sample = next(iter(updates.values()), init)
     vt = _acc_type(sample, acc_t)

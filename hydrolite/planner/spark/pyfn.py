@@ -13,16 +13,34 @@ operator, the user's file:line, the element and the batch id.
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from .errors import UserFunctionError
 from .types import HType
 
 ArrowFn = Callable[[Iterator[Any]], Iterator[Any]]
+_PANDAS_NOTE = "PySpark does not yet fully support pandas"  # Arrow functions do not use pandas
+
+
+def map_in_arrow(df: DataFrame, fn: ArrowFn, schema: StructType | str) -> DataFrame:
+    """`df.mapInArrow(fn, schema)`, without PySpark's pandas-version warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PANDAS_NOTE)
+        return df.mapInArrow(fn, schema)
+
+
+def apply_in_arrow(df: DataFrame, key: str, fn: Callable[[Any], Any], schema: StructType) -> DataFrame:
+    """`df.groupBy(key).applyInArrow(fn, schema)`, without PySpark's pandas-version warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PANDAS_NOTE)
+        return df.groupBy(key).applyInArrow(fn, schema)
 
 
 @dataclass(frozen=True)
@@ -35,8 +53,10 @@ class FnSite:
     batch_id: int
     stage: str
 
+    fn_at: str = ""  # where the function itself is defined, when not on the operator's line
+
     def fail(self, element: object, exc: BaseException) -> UserFunctionError:
-        return UserFunctionError(self.op, self.file, self.line, element, self.batch_id, self.stage, exc)
+        return UserFunctionError(self.op, self.file, self.line, element, self.batch_id, self.stage, exc, self.fn_at)
 
 
 def _call(site: FnSite, f: Callable[..., Any], *args: Any) -> Any:
@@ -93,11 +113,15 @@ def elementwise(kind: str, f: Callable[..., Any], in_t: HType, out_t: HType, sit
                         idx.append(i)
                         pos.append(j)
                         ys.append(y)
-                out = rb.take(pa.array(idx, type=pa.int64()))
-                out = _replace(out, "v", _encode_array(site, out_t, ys, [xs[i] for i in idx]))
-                if extra_order is not None:
-                    out = out.append_column(extra_order, pa.array(pos, type=pa.int64()))
-                yield out
+                taken = rb.take(pa.array(idx, type=pa.int64()))
+                names = [c for c in taken.schema.names if c != "v"]
+                arrays = [taken.column(taken.schema.get_field_index(c)) for c in names]
+                if extra_order is not None:  # the declared schema has the position before `v`
+                    names.append(extra_order)
+                    arrays.append(pa.array(pos, type=pa.int64()))
+                names.append("v")
+                arrays.append(_encode_array(site, out_t, ys, [xs[i] for i in idx]))
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
             else:
                 raise ValueError(kind)
 

@@ -35,13 +35,13 @@ from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
-from .errors import SparkRunError
+from .errors import BadDataError, SparkRunError, site_of
 from .exec import BatchCtx, evaluate, stage_keys
-from .ports import ChannelOutput, FeedInput, InputBinding, MemorySink, OutputBinding, SinkCtx, parse_input, parse_output
+from .ports import ChannelOutput, FeedInput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .pyfn import FnSite, elementwise
+from .pyfn import FnSite, elementwise, map_in_arrow
 from .types import OPAQUE, HType, from_python
 from .values import Scalar, SFrame, Val, frame_of
 
@@ -114,6 +114,7 @@ class StageRunner:
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.error: BaseException | None = None
         self.progress = StageProgress()
+        self._ctx: BatchCtx | None = None
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -162,17 +163,48 @@ class StageRunner:
         self.foreach_batch(empty, 0)
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
+        self._ctx = None
         try:
             self._process(df, batch_id)
-        except InjectedFault as exc:
+        except (InjectedFault, SparkRunError) as exc:
             self.error = exc
             raise
-        except SparkRunError as exc:
-            self.error = exc
-            raise
-        except Exception as exc:  # Spark / Py4J errors: re-raise with the query and batch named
-            self.error = SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {_extract_message(exc)}")
+        except Exception as exc:  # Spark / Py4J errors: say which query, batch, operator or port
+            self.error = self._explain(exc, batch_id)
             raise self.error from exc
+
+    def _explain(self, exc: Exception, batch_id: int) -> SparkRunError:
+        text = str(exc)
+        for inp in self.inputs:
+            path = getattr(inp.binding, "path", None)
+            if path and os.path.abspath(path) in text:
+                src = inp.node
+                return BadDataError(
+                    f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
+                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {_extract_message(exc)}"
+                )
+        found = self._diagnose(batch_id)
+        if found is not None:
+            return found
+        return SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {_extract_message(exc)}")
+
+    def _diagnose(self, batch_id: int) -> SparkRunError | None:
+        """Find the element a natively translated function fails on, by running it in Python."""
+        ctx = self._ctx
+        if ctx is None:
+            return None
+        for node, sf in ctx.natives:
+            try:
+                values = collect_values(sf.with_df(sf.df.limit(100_000)))
+            except Exception:  # its own input fails too: an upstream operator is to blame
+                continue
+            for x in values:
+                v = x[1] if sf.keyed else x
+                try:
+                    node.f(v)
+                except Exception as err:  # the failing element, reported like a Python fallback's
+                    return ctx.site(node).fail(v, err)
+        return None
 
     def _hook(self, point: str, batch_id: int) -> None:
         if self.runner.fault is not None:
@@ -207,7 +239,10 @@ class StageRunner:
         state = self.store.begin(batch_id)
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            if batch_id == 0 and self.stage.streaming and df.isEmpty():
+                return  # Spark's first batch runs even without data; a tick without input may be skipped
             ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, self._split(df, state), self.keys)
+            self._ctx = ctx
             evaluate(ctx)
             for action in ctx.after:
                 action()
@@ -242,7 +277,7 @@ class StageRunner:
                 site = FnSite(ch.node.op, ch.node.site.file, ch.node.site.line, batch_id, self.stage.name)
                 base = value.df.select(*value.cols())
                 fields = [f for f in base.schema.fields if f.name != "v"] + [T.StructField("v", T.BinaryType(), True)]
-                sf = value.with_df(base.mapInArrow(elementwise("map", _identity, value.vt, OPAQUE, site), T.StructType(fields)), vt=OPAQUE)
+                sf = value.with_df(map_in_arrow(base, elementwise("map", _identity, value.vt, OPAQUE, site), T.StructType(fields)), vt=OPAQUE)
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
         else:
             raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")

@@ -1,0 +1,173 @@
+"""Operators on Spark, native and Python (Arrow) paths, state over time, cycles, channels, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+import hydrolite as hl
+from hydrolite import nondet
+from hydrolite.planner.spark.errors import BadDataError, SparkRunError
+from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.runtime import FlowRunner
+from tests.spark.test_plan import two_ticks
+
+pytestmark = pytest.mark.spark
+ANY = nondet("the test sends one batch per step")
+
+
+class P:
+    """Tag."""
+
+
+def digits_sorted(x: int) -> str:
+    return "".join(sorted(str(x)))  # not translatable: runs through Arrow
+
+
+def ops_program() -> hl.Flow:
+    flow = hl.FlowBuilder("ops")
+    p = flow.process(P)
+    xs = p.source("x", int)
+    t = p.tick()
+    b = xs.batch(t, ANY)
+    b.map(lambda x: x * 2).filter(lambda x: x % 3 != 0).all_ticks().sink("native")
+    b.map(digits_sorted).all_ticks().sink("arrow_map")
+    b.flat_map_ordered(lambda x: range(x % 3)).all_ticks().sink("flat")
+    b.sort(key=lambda x: -x).enumerate().all_ticks().sink("sorted")
+    b.fold(0, lambda acc, x: acc * 2 + x).into_stream().all_ticks().sink("tick_fold")
+    keyed = xs.map(lambda x: (x % 2, x)).into_keyed().fold(0, lambda a, x: a * 10 + x)
+    keyed.snapshot(t, ANY).entries().all_ticks().sink("keyed_fold")
+    handle, prev = t.singleton_cycle(0)
+    total = prev.zip(b.count()).map(lambda pc: pc[0] + pc[1])
+    handle.complete_next_tick(total)
+    total.into_stream().all_ticks().sink("cycle_total")
+    b.defer_tick().all_ticks().sink("prev_batch")
+    xs.unique().sink("unique")
+    xs.enumerate().sink("enum")
+    return flow.finalize()
+
+
+def ops_scenario(s: Any) -> None:
+    x = s.sender("x")
+    x.send_many([3, 1, 3])
+    s.receiver("native").assert_yields([2])
+    x.send_many([5, 1])
+    s.receiver("native").assert_yields_only([10, 2])
+    s.receiver("arrow_map").assert_yields_only(["3", "1", "3", "5", "1"])
+    s.receiver("flat").assert_yields_only([0, 0, 1, 0])
+    s.receiver("sorted").assert_yields_only([(0, 3), (1, 3), (2, 1), (0, 5), (1, 1)])
+    s.receiver("tick_fold").assert_yields_only([17, 11])
+    s.receiver("keyed_fold").assert_yields_only([(1, 313), (1, 31351)])
+    s.receiver("cycle_total").assert_yields_only([3, 5])
+    s.receiver("prev_batch").assert_yields_only([3, 1, 3])
+    s.receiver("unique").assert_yields_only([3, 1, 5])
+    s.receiver("enum").assert_yields_only([(0, 3), (1, 1), (2, 3), (3, 5), (4, 1)])
+
+
+def test_operators_native_python_and_stateful(spark: SparkSession, tmp_path: Path) -> None:
+    h = SparkHarness(ops_program(), spark, str(tmp_path))
+    h.run(ops_scenario)
+    paths = {k: v for s in h.runner.stages for k, v in s.progress.fn_paths.items()}
+    assert paths[f"map() test_operators.py:{line_of('b.map(lambda x: x * 2)')}"] == "native"
+    assert paths[f"map() test_operators.py:{line_of('b.map(digits_sorted)')}"].startswith("arrow (call of 'sorted')")
+    assert paths[f"fold() test_operators.py:{line_of('b.fold(0, lambda acc, x: acc * 2 + x)')}"].startswith("arrow (sequential fold")
+
+
+def line_of(needle: str) -> int:
+    return next(i for i, text in enumerate(Path(__file__).read_text().splitlines(), 1) if needle in text)
+
+
+def joins_program() -> hl.Flow:
+    flow = hl.FlowBuilder("joins")
+    p = flow.process(P)
+    t = p.tick()
+    a = p.source("a", tuple[str, int]).batch(t, ANY)
+    b = p.source("b", tuple[str, str]).batch(t, ANY)
+    a.join(b).all_ticks().sink("joined")
+    a.anti_join(b.map(lambda kv: kv[0])).all_ticks().sink("anti")
+    a.map(lambda kv: kv[0]).chain(b.map(lambda kv: kv[1])).all_ticks().sink("chained")
+    a.map(lambda kv: kv[1]).cross_product(b.map(lambda kv: kv[0])).all_ticks().sink("crossed")
+    a.into_keyed().reduce_commutative(lambda x, y: x + y).entries().all_ticks().sink("per_key")
+    return flow.finalize()
+
+
+def joins_scenario(s: Any) -> None:
+    s.sender("a").send_many([("k", 1), ("j", 2), ("k", 3)])
+    s.sender("b").send_many([("k", "x"), ("m", "y")])
+    s.receiver("joined").assert_yields_only_unordered([("k", (1, "x")), ("k", (3, "x"))])
+    s.receiver("anti").assert_yields_only([("j", 2)])
+    s.receiver("chained").assert_yields_only(["k", "j", "k", "x", "y"])
+    s.receiver("crossed").assert_yields_only_unordered([(v, k) for v in (1, 2, 3) for k in ("k", "m")])
+    s.receiver("per_key").assert_yields_only_unordered([("k", 4), ("j", 2)])
+
+
+def test_joins_chain_cross_and_keyed_reduce(spark: SparkSession, tmp_path: Path) -> None:
+    SparkHarness(joins_program(), spark, str(tmp_path)).run(joins_scenario)
+
+
+def test_unaligned_ticks_run_as_two_queries_joined_by_a_channel(spark: SparkSession, tmp_path: Path) -> None:
+    def scenario(s: Any) -> None:
+        s.sender("x").send_many([1, 2, 3])
+        s.receiver("doubled").assert_yields([2, 4, 6])
+        s.receiver("counts").assert_yields([3])
+        s.sender("x").send(4)
+        s.receiver("doubled").assert_yields_only([8])
+        s.receiver("counts").assert_yields_only([1])
+
+    h = SparkHarness(two_ticks(), spark, str(tmp_path))
+    h.run(scenario)
+    assert [s.progress.batches for s in h.runner.stages] == [2, 2]
+
+
+def risky(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is not allowed")
+    return x
+
+
+def failing_program(f: Any) -> hl.Flow:
+    flow = hl.FlowBuilder("failing")
+    p = flow.process(P)
+    t = p.tick()
+    p.source("x", int).batch(t, ANY).map(f).all_ticks().sink("out")
+    return flow.finalize()
+
+
+def test_failing_python_function_names_operator_line_element_and_batch(spark: SparkSession, tmp_path: Path) -> None:
+    def scenario(s: Any) -> None:
+        s.sender("x").send_many([1, 2])
+        s.receiver("out").assert_yields([1, 2])
+        s.sender("x").send_many([4, 3])
+        s.receiver("out").next()
+
+    with pytest.raises(SparkRunError) as info:
+        SparkHarness(failing_program(risky), spark, str(tmp_path)).run(scenario)
+    msg = str(info.value)
+    assert "test_operators.py:" in msg and "map() failed on element 3 in batch 1 of query 'tick0'" in msg
+    assert "ValueError: three is not allowed" in msg
+    assert f"the function is defined at test_operators.py:{line_of('def risky(')}" in msg
+
+
+def test_failing_native_expression_is_traced_to_its_element(spark: SparkSession, tmp_path: Path) -> None:
+    def scenario(s: Any) -> None:
+        s.sender("x").send_many([5, 0])
+        s.receiver("out").next()
+
+    with pytest.raises(SparkRunError) as info:
+        SparkHarness(failing_program(lambda x: 10 // x), spark, str(tmp_path)).run(scenario)
+    msg = str(info.value)
+    assert "map() failed on element 0 in batch 0 of query 'tick0': ZeroDivisionError" in msg
+    assert 'batch(t, ANY).map(f)' in msg  # the operator's code line
+    assert f"the function is defined at test_operators.py:{line_of('failing_program(lambda x: 10 // x)')}" in msg
+
+
+def test_bad_input_data_names_the_port(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "1.json").write_text('{"value": 1}\n{"value": "not a number"}\n')
+    with FlowRunner(failing_program(lambda x: x), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"x": f"json:{tmp_path / 'in'}"}) as run:
+        run.start()
+        with pytest.raises(BadDataError, match=r"input 'x' \(json files in .*\) has data that does not match its declared type Stream\[int"):
+            run.process_all_available()
