@@ -46,157 +46,103 @@ class Stateless(Op):
         return out
 
 
-@evaluator(n.Map)
-class MapOp(Stateless):
-    """map(f): f applied to each element / value / version."""
+_DROP: Any = object()  # "no output for this element"
 
-    __slots__ = ()
+
+class _PerElement(Stateless):
+    """map / filter / filter_map: at most one output per element, value or version.
+
+    Subclasses only say what one element becomes (`one`, or `_DROP`); the loops over each
+    kind of input are shared, so the three operators cannot drift apart.
+    """
+
+    __slots__ = ("one",)
 
     def table(self) -> dict[Kind, Apply]:
+        self.one: Callable[[Any], Any] = self.per_element(self.f)
         return {
             Kind.STREAM: self._stream,
             Kind.KEYED_STREAM: self._keyed,
-            Kind.SINGLETON: self._one,
-            Kind.OPTIONAL: self._one,
+            Kind.SINGLETON: self._scalar,
+            Kind.OPTIONAL: self._scalar,
             Kind.KEYED_SINGLETON: self._map,
         }
 
-    def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for x in xs:
-                out.append(f(x))
-        except Exception as e:
-            raise self.fail(w, x, e) from e
-        return out
-
-    def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for kv in kvs:
-                out.append((kv[0], f(kv[1])))
-        except Exception as e:
-            raise self.fail(w, kv, e) from e
-        return out
-
-    def _one(self, w: World, v: Any) -> Any:
-        if v is EMPTY:
-            return EMPTY
-        try:
-            return self.f(v)
-        except Exception as e:
-            raise self.fail(w, v, e) from e
-
-    def _map(self, w: World, d: dict[Any, Any]) -> dict[Any, Any]:
-        f, out = self.f, {}
-        try:
-            for k, v in d.items():
-                out[k] = f(v)
-        except Exception as e:
-            raise self.fail(w, (k, v), e) from e
-        return out
-
-
-@evaluator(n.Filter)
-class FilterOp(Stateless):
-    """filter(f): keep elements / values where f holds; a singleton becomes empty otherwise."""
-
-    __slots__ = ()
-
-    def table(self) -> dict[Kind, Apply]:
-        return {
-            Kind.STREAM: self._stream,
-            Kind.KEYED_STREAM: self._keyed,
-            Kind.SINGLETON: self._one,
-            Kind.OPTIONAL: self._one,
-            Kind.KEYED_SINGLETON: self._map,
-        }
+    @staticmethod
+    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """What one element becomes: a value, or `_DROP`."""
+        raise NotImplementedError
 
     def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        f, out = self.f, []
+        one, out = self.one, []
         try:
             for x in xs:
-                if f(x):
-                    out.append(x)
-        except Exception as e:
-            raise self.fail(w, x, e) from e
-        return out
-
-    def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for kv in kvs:
-                if f(kv[1]):
-                    out.append(kv)
-        except Exception as e:
-            raise self.fail(w, kv, e) from e
-        return out
-
-    def _one(self, w: World, v: Any) -> Any:
-        if v is EMPTY:
-            return EMPTY
-        try:
-            return v if self.f(v) else EMPTY
-        except Exception as e:
-            raise self.fail(w, v, e) from e
-
-    def _map(self, w: World, d: dict[Any, Any]) -> dict[Any, Any]:
-        return dict(self._keyed(w, list(d.items())))
-
-
-@evaluator(n.FilterMap)
-class FilterMapOp(Stateless):
-    """filter_map(f): f applied, None results dropped (a singleton becomes empty)."""
-
-    __slots__ = ()
-
-    def table(self) -> dict[Kind, Apply]:
-        return {
-            Kind.STREAM: self._stream,
-            Kind.KEYED_STREAM: self._keyed,
-            Kind.SINGLETON: self._one,
-            Kind.OPTIONAL: self._one,
-            Kind.KEYED_SINGLETON: self._map,
-        }
-
-    def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for x in xs:
-                r = f(x)
-                if r is not None:
+                r = one(x)
+                if r is not _DROP:
                     out.append(r)
         except Exception as e:
             raise self.fail(w, x, e) from e
         return out
 
     def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        f, out = self.f, []
+        one, out = self.one, []
         try:
             for kv in kvs:
-                r = f(kv[1])
-                if r is not None:
+                r = one(kv[1])
+                if r is not _DROP:
                     out.append((kv[0], r))
         except Exception as e:
             raise self.fail(w, kv, e) from e
         return out
 
-    def _one(self, w: World, v: Any) -> Any:
+    def _scalar(self, w: World, v: Any) -> Any:
         if v is EMPTY:
             return EMPTY
         try:
-            r = self.f(v)
+            r = self.one(v)
         except Exception as e:
             raise self.fail(w, v, e) from e
-        return EMPTY if r is None else r
+        return EMPTY if r is _DROP else r
 
     def _map(self, w: World, d: dict[Any, Any]) -> dict[Any, Any]:
-        out = {}
-        for k, v in d.items():
-            r = self._one(w, v)
-            if r is not EMPTY:
-                out[k] = r
-        return out
+        return dict(self._keyed(w, list(d.items())))
+
+
+@evaluator(n.Map)
+class MapOp(_PerElement):
+    """map(f): f applied to each element / value / version."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return f
+
+
+@evaluator(n.Filter)
+class FilterOp(_PerElement):
+    """filter(f): keep elements / values where f holds; a singleton becomes empty otherwise."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        return lambda x: x if f(x) else _DROP
+
+
+@evaluator(n.FilterMap)
+class FilterMapOp(_PerElement):
+    """filter_map(f): f applied, None results dropped (a singleton becomes empty)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def one(x: Any) -> Any:
+            r = f(x)
+            return _DROP if r is None else r
+
+        return one
 
 
 @evaluator(n.FlatMap)
