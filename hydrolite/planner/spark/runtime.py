@@ -158,9 +158,18 @@ class StageRunner:
         self.query = w.start()
 
     def run_batch_job(self) -> None:
-        """A stage without unbounded inputs (only literal sources) runs once, as batch 0."""
+        """A stage without unbounded inputs (only literal sources) runs once, as batch 0.
+
+        Like a streaming batch, it is committed only after all its outputs were written; a
+        rerun from a committed checkpoint does nothing, an uncommitted one replays batch 0.
+        """
+        marker = os.path.join(self.dir, "batch-job-committed")
+        if os.path.exists(marker):
+            return
         empty = self.runner.spark.createDataFrame([], "_src int, _seq long")
         self.foreach_batch(empty, 0)
+        with open(marker, "w") as fh:
+            fh.write("0\n")
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
         self._ctx = None
@@ -304,6 +313,12 @@ class FlowRunner:
     ) -> None:
         self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
         self.spark = spark if spark is not None else spark_session(master)
+        if type(self.spark).__module__.startswith("pyspark.sql.connect"):
+            raise SparkRunError(
+                "running on Spark Connect is not supported yet: Connect runs foreachBatch in a server-side "
+                "Python process, while hydrolite's tick body keeps its versioned state and in-memory sinks "
+                "in the driver\n  fix: use a classic master URL (spark://host:7077, yarn, local[*])"
+            )
         self.checkpoint = os.path.abspath(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
         self.fault = fault
         flow_ = self.plan.flow
