@@ -127,3 +127,27 @@ def test_fault_spec_from_environment() -> None:
     with pytest.raises(InjectedFault):
         hook("after_sinks", "tick0", 3)
     assert fault_from_env("") is None
+
+
+def test_callback_sinks_are_called_once_per_batch_across_a_crash(spark: SparkSession, tmp_path: Path) -> None:
+    acks: list[tuple[int, list[Any]]] = []
+    answers: list[tuple[int, list[Any]]] = []
+    fired: list[int] = []
+
+    def fault(p: str, query: str, batch: int) -> None:
+        if p == "after_sinks" and batch == 1 and not fired:  # both callbacks of batch 1 have returned
+            fired.append(batch)
+            raise InjectedFault("crash after the callbacks of batch 1")
+
+    def run(with_fault: bool) -> None:
+        outs = {"increment_ack": lambda b, vs: acks.append((b, sorted(vs))), "query_response": lambda b, vs: answers.append((b, vs))}
+        with FlowRunner(counter.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=_inputs(tmp_path), outputs=outs, fault=fault if with_fault else None) as r:
+            r.start()
+            r.process_all_available()
+
+    write_feeds(tmp_path)
+    with pytest.raises(InjectedFault):
+        run(True)
+    run(False)  # Spark replays batch 1: its callbacks already returned, so they are not called again
+    assert [b for b, _ in acks] == [0, 1, 2] and [b for b, _ in answers] == [0, 1, 2]
+    assert answers == [(0, [("q0", 2)]), (1, [("q1", 3), ("q2", 3)]), (2, [("q3", 6)])]

@@ -169,5 +169,9 @@ def test_bad_input_data_names_the_port(spark: SparkSession, tmp_path: Path) -> N
     (tmp_path / "in" / "1.json").write_text('{"value": 1}\n{"value": "not a number"}\n')
     with FlowRunner(failing_program(lambda x: x), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"x": f"json:{tmp_path / 'in'}"}) as run:
         run.start()
-        with pytest.raises(BadDataError, match=r"input 'x' \(json files in .*\) has data that does not match its declared type Stream\[int"):
+        with pytest.raises(BadDataError, match=r"input 'x' \(json files in .*\) has data that does not match its declared type Stream\[int") as info:
             run.process_all_available()
+    msg = str(info.value)
+    assert f"test_operators.py:{line_of('def failing_program')+4}: input 'x'" in msg  # where the port is declared
+    assert "batch 0 of query 'tick0'" in msg and "not a number" in msg  # the offending value
+    assert "\tat " not in msg  # no JVM stack trace

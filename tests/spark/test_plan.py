@@ -103,3 +103,11 @@ def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.count("subgraph q") == 2
     assert main(["plan", "examples/counter_naive.py", "--format", "dot"]) == 0
     assert capsys.readouterr().out.count("subgraph cluster_") == 2
+
+
+def test_every_node_class_has_a_spark_translation() -> None:
+    from hydrolite.planner.spark import ops, ops_state  # noqa: F401  (registers the handlers)
+    from hydrolite.planner.spark.exec import HANDLERS
+
+    missing = [c.__name__ for c in n.node_classes() if c not in HANDLERS]
+    assert missing == []

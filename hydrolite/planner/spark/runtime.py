@@ -92,11 +92,19 @@ class StageProgress:
 
 
 def _extract_message(exc: BaseException) -> str:
+    """The useful part of a Spark / Py4J error: ours if it crossed a worker, else Spark's error classes."""
     text = str(exc)
     m = re.search(r"(?:UserFunctionError|SparkRunError|BadDataError): (.*?)(?:\n\n|\n\tat |\nJVM stacktrace|\Z)", text, re.S)
     if m:
         return m.group(1).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    found: list[str] = []
+    for line in re.findall(r"\[[A-Z][A-Z0-9_.]+\][^\n]*", text):
+        line = re.sub(r"\s*SQLSTATE: \w+\.?$", "", line).replace("\\'", "'").strip()
+        if line not in found:
+            found.append(line)
+    if found:  # the outermost error and its root cause (which usually names the value)
+        return found[0] if len(found) == 1 else f"{found[0]} ... caused by: {found[-1]}"
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("at ")]
     return "\n".join(lines[:6])
 
 
