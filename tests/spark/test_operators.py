@@ -45,6 +45,9 @@ def ops_program() -> hl.Flow:
     handle.complete_next_tick(total)
     total.into_stream().all_ticks().sink("cycle_total")
     b.defer_tick().all_ticks().sink("prev_batch")
+    stream_handle, pending = t.stream_cycle(int)
+    stream_handle.complete_next_tick(b.map(lambda x: x + 100))
+    pending.all_ticks().sink("cycled")
     xs.unique().sink("unique")
     xs.enumerate().sink("enum")
     return flow.finalize()
@@ -63,6 +66,7 @@ def ops_scenario(s: Any) -> None:
     s.receiver("keyed_fold").assert_yields_only([(1, 313), (1, 31351)])
     s.receiver("cycle_total").assert_yields_only([3, 5])
     s.receiver("prev_batch").assert_yields_only([3, 1, 3])
+    s.receiver("cycled").assert_yields_only([103, 101, 103])
     s.receiver("unique").assert_yields_only([3, 1, 5])
     s.receiver("enum").assert_yields_only([(0, 3), (1, 1), (2, 3), (3, 5), (4, 1)])
 
@@ -120,6 +124,33 @@ def test_unaligned_ticks_run_as_two_queries_joined_by_a_channel(spark: SparkSess
     h = SparkHarness(two_ticks(), spark, str(tmp_path))
     h.run(scenario)
     assert [s.progress.batches for s in h.runner.stages] == [2, 2]
+
+
+def latest_program() -> hl.Flow:
+    """A singleton computed by one tick (query) and snapshotted by another."""
+    flow = hl.FlowBuilder("latest")
+    p = flow.process(P)
+    a, b = p.tick(), p.tick()
+    size = p.source("x", int).batch(a, ANY).count().latest()
+    queries = p.source("q", str).batch(b, ANY)
+    queries.cross_singleton(size.snapshot(b, nondet("any recent size"))).all_ticks().sink("answers")
+    return flow.finalize()
+
+
+def test_singleton_crossing_queries(spark: SparkSession, tmp_path: Path) -> None:
+    def scenario(s: Any) -> None:
+        s.sender("x").send_many([1, 2, 3])
+        s.receiver("answers").assert_no_more()
+        s.sender("q").send("first")
+        s.receiver("answers").assert_yields([("first", 3)])
+        s.sender("x").send(7)
+        s.receiver("answers").assert_no_more()
+        s.sender("q").send("second")
+        s.receiver("answers").assert_yields_only([("second", 1)])
+
+    h = SparkHarness(latest_program(), spark, str(tmp_path))
+    assert len(h.runner.plan.stages) == 2 and len(h.runner.plan.channels) == 1
+    h.run(scenario)
 
 
 def risky(x: int) -> int:

@@ -179,8 +179,9 @@ def _distinct_values(sf: SFrame) -> list[Any]:
 
 def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     """Elements never seen in an earlier batch (first occurrence within this batch)."""
-    seen = ctx.state.get_many(ctx.key(node), _distinct_values(sf))
-    fresh = [v for v in _distinct_values(sf) if v not in seen]
+    distinct = _distinct_values(sf)
+    seen = ctx.state.get_many(ctx.key(node), distinct)
+    fresh = [v for v in distinct if v not in seen]
     ctx.state.put_many(ctx.key(node), {v: True for v in fresh})
     by = (["k"] if sf.keyed else []) + ["v"]
     if sf.order:
