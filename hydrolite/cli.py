@@ -165,15 +165,18 @@ class _Progress:
 
     def __init__(self, runner: Any) -> None:
         self.runner = runner
-        self.rows: dict[tuple[str, int], int] = {}
+        self.rows: dict[str, int] = {}  # query -> input rows so far
+        self.counted: dict[str, int] = {}  # query -> last batch id counted
         self.shown: dict[str, int] = {}
         self.start = time.monotonic()
 
     def _collect(self) -> None:
         for s in self.runner.stages:
-            q = s.query
-            for p in (q.recentProgress if q is not None else []):
-                self.rows[(s.stage.name, int(p["batchId"]))] = int(p.get("numInputRows", 0))
+            name = s.stage.name
+            for p in (s.query.recentProgress if s.query is not None else []):
+                if int(p["batchId"]) > self.counted.get(name, -1):
+                    self.counted[name] = int(p["batchId"])
+                    self.rows[name] = self.rows.get(name, 0) + int(p.get("numInputRows", 0))
 
     def show(self, runner: Any, final: bool = False) -> None:
         self._collect()
@@ -183,7 +186,7 @@ class _Progress:
             if not final and self.shown.get(s.stage.name) == p.last_batch:
                 continue
             self.shown[s.stage.name] = p.last_batch
-            rows = sum(v for (q, _), v in self.rows.items() if q == s.stage.name)
+            rows = self.rows.get(s.stage.name, 0)
             last_ms = p.durations_ms[-1][1] if p.durations_ms else 0.0
             outs = ", ".join(f"{k}={v}" for k, v in sorted(p.output_rows.items()))
             label = "done" if final else "progress"

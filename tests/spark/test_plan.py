@@ -111,3 +111,11 @@ def test_every_node_class_has_a_spark_translation() -> None:
 
     missing = [c.__name__ for c in n.node_classes() if c not in HANDLERS]
     assert missing == []
+
+
+def test_unbounded_join_is_rejected_at_plan_time() -> None:
+    flow = hl.FlowBuilder("j")
+    p = flow.process(Server)
+    p.source("a", tuple[str, int]).join(p.source("b", tuple[str, int])).sink("out")
+    with pytest.raises(SparkPlanError, match=r"test_plan.py:\d+: join\(\) of unbounded streams .*\n.*fix: batch\(\) both sides"):
+        plan_flow(flow.finalize())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import deque
 import os
 import re
 import sys
@@ -87,7 +88,7 @@ class StageProgress:
     batches: int = 0
     last_batch: int = -1
     output_rows: dict[str, int] = field(default_factory=dict)
-    durations_ms: list[tuple[int, float]] = field(default_factory=list)
+    durations_ms: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=100_000))
     fn_paths: dict[str, str] = field(default_factory=dict)
 
 

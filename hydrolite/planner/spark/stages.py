@@ -23,6 +23,7 @@ from ...errors import FlowError
 from ...ir import nodes as n
 from ...ir.graph import AlignedRegion, Flow, parents_of
 from ...ir.ids import ClusterId, TickId
+from ...ir.meta import Kind
 
 #: Operators that keep state across batches when they run on an unbounded input.
 STATEFUL_UNBOUNDED: tuple[type[n.Node], ...] = (
@@ -112,13 +113,30 @@ def _check_supported(flow: Flow) -> None:
             )
 
 
+    for node in flow.nodes():
+        if isinstance(node, (n.Join, n.CrossProduct)) and not all(c.meta.bounded for c in node.children):
+            raise SparkPlanError(
+                f"{node.op}() of unbounded streams would keep their whole history in every batch",
+                site=node.site,
+                fix="batch() both sides into a tick and combine the batches there",
+            )
+
+
 def plan_flow(flow: Flow) -> Plan:
     """Align `flow` (if not done yet) and cut it into stages."""
     from ...passes.align import align_flow
 
     aligned = flow if flow.aligned else align_flow(flow)
     _check_supported(aligned)
-    return _Cutter(aligned).cut()
+    plan = _Cutter(aligned).cut()
+    for ch in plan.channels:
+        if ch.node.meta.kind is Kind.KEYED_SINGLETON:
+            raise SparkPlanError(
+                f"{ch.node.op}() is a keyed singleton read by another query; it cannot cross queries yet",
+                site=ch.node.site,
+                fix="snapshot it in the tick that computes it, or align the two ticks with an align point",
+            )
+    return plan
 
 
 class _Cutter:
