@@ -126,17 +126,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"hydrolite: unknown ports {unknown}; the program has sources {sorted(flow.sources)} and sinks {sorted(flow.sinks)}")
     checkpoint = os.path.abspath(args.checkpoint or os.path.join(".hydrolite", flow.name))
+    conf = _pairs(args.conf, "--conf")
+    print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
+    spark = spark_session(args.master, conf)
     unbound = sorted(p for p in flow.sources if p not in inputs)
     if unbound:
         inputs.update(_demo_feeds(module, flow, unbound, os.path.join(checkpoint, "demo-inputs")))
+        print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
     for port in flow.sinks:
         outputs.setdefault(port, "console")
     finite = all(not str(v).startswith("rate") for v in inputs.values())
-    conf = _pairs(args.conf, "--conf")
-    print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
-    if unbound:
-        print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
-    spark = spark_session(args.master, conf)
     runner = FlowRunner(flow, spark=spark, checkpoint=checkpoint, inputs=inputs, outputs=outputs, fault=fault_from_env())
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Mapping
 
@@ -30,6 +31,10 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     quiet_python_warnings()
     builder = SparkSession.builder.appName(app_name)
     if master is not None and master.startswith("sc://"):
+        if importlib.util.find_spec("grpc") is None:  # pyspark would exit the process instead
+            from .errors import SparkRunError
+
+            raise SparkRunError(f"cannot connect to {master}: the Spark Connect client needs grpcio\n  fix: pip install 'pyspark[connect]'")
         builder = builder.remote(master)
     else:
         builder = builder.master(master or "local[*]")
