@@ -119,3 +119,23 @@ def test_unbounded_join_is_rejected_at_plan_time() -> None:
     p.source("a", tuple[str, int]).join(p.source("b", tuple[str, int])).sink("out")
     with pytest.raises(SparkPlanError, match=r"test_plan.py:\d+: join\(\) of unbounded streams .*\n.*fix: batch\(\) both sides"):
         plan_flow(flow.finalize())
+
+
+def fold_two_ticks() -> hl.Flow:
+    """One fold snapshotted aligned in two ticks (tests/passes/programs.py): the ticks merge."""
+    flow = hl.FlowBuilder("fold_two_ticks")
+    p = flow.process(Server)
+    total = p.source("xs", int).fold(0, lambda a, x: a + x)
+    align = p.local_align_point()
+    t1, t2 = p.tick(), p.tick()
+    total.snapshot_aligned(t1, align, nondet("any version, as long as both reads agree")).into_stream().all_ticks().sink("a")
+    total.snapshot_aligned(t2, align, nondet("any version, as long as both reads agree")).into_stream().all_ticks().sink("b")
+    return flow.finalize()
+
+
+def test_ticks_merged_by_an_align_point_are_one_query() -> None:
+    plan = plan_flow(fold_two_ticks())
+    (q,) = plan.stages
+    assert q.merged_ticks == tuple(plan.flow.regions[0].merged_ticks) and len(q.merged_ticks) == 2
+    assert sorted(s.port for s in q.sinks) == ["a", "b"]
+    assert "merged ticks: Tick#0[Process[Server]], Tick#1[Process[Server]]" in render_text(plan)
