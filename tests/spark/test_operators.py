@@ -153,6 +153,24 @@ def test_singleton_crossing_queries(spark: SparkSession, tmp_path: Path) -> None
     h.run(scenario)
 
 
+def keyed_channel_program() -> hl.Flow:
+    """A keyed stream of inferred types crossing from one query to another (carried pickled)."""
+    flow = hl.FlowBuilder("keyed_channel")
+    p = flow.process(P)
+    a, b = p.tick(), p.tick()
+    words = p.source("w", str).batch(a, ANY).map(lambda w: (w, len(w))).into_keyed().all_ticks()
+    words.batch(b, ANY).fold_commutative(0, lambda c, n: c + n).entries().all_ticks().sink("lengths")
+    return flow.finalize()
+
+
+def test_keyed_stream_crossing_queries(spark: SparkSession, tmp_path: Path) -> None:
+    def scenario(s: Any) -> None:
+        s.sender("w").send_many(["ab", "c", "ab"])
+        s.receiver("lengths").assert_yields_only_unordered([("ab", 4), ("c", 1)])
+
+    SparkHarness(keyed_channel_program(), spark, str(tmp_path)).run(scenario)
+
+
 def risky(x: int) -> int:
     if x == 3:
         raise ValueError("three is not allowed")

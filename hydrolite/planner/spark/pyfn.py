@@ -222,3 +222,16 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
             yield out.append_column("v", pa.array(vs, type=pa.binary()))
 
     return run
+
+
+def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
+    """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass through."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for rb in batches:
+            for name, (src, dst) in columns.items():
+                values = [dst.encode(src.decode(x)) for x in rb.column(rb.schema.get_field_index(name)).to_pylist()]
+                rb = _replace(rb, name, pa.array(values, type=dst.arrow()))
+            yield rb
+
+    return run

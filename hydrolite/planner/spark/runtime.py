@@ -42,7 +42,7 @@ from .ports import ChannelOutput, FeedInput, InputBinding, MemorySink, OutputBin
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .pyfn import FnSite, elementwise, map_in_arrow
+from .pyfn import map_in_arrow, reencode
 from .types import OPAQUE, HType, from_python
 from .values import Scalar, SFrame, Val, frame_of
 
@@ -291,19 +291,19 @@ class StageRunner:
             sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
         elif isinstance(value, SFrame):
             sf = value
-            if vt == OPAQUE and value.vt != OPAQUE:  # no declared type: carry the values pickled
-                site = FnSite(ch.node.op, ch.node.site.file, ch.node.site.line, batch_id, self.stage.name)
+            # a channel without a declared type carries its values pickled (the reader cannot know them)
+            change: dict[str, tuple[HType, HType]] = {}
+            for c, have, want in (("v", value.vt, vt), ("k", value.kt, kt)):
+                if want == OPAQUE and have is not None and have != OPAQUE:
+                    change[c] = (have, OPAQUE)
+            if change:
                 base = value.df.select(*value.cols())
-                fields = [f for f in base.schema.fields if f.name != "v"] + [T.StructField("v", T.BinaryType(), True)]
-                sf = value.with_df(map_in_arrow(base, elementwise("map", _identity, value.vt, OPAQUE, site), T.StructType(fields)), vt=OPAQUE)
+                schema = T.StructType([T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields])
+                sf = SFrame(map_in_arrow(base, reencode(change), schema), OPAQUE if "v" in change else value.vt, OPAQUE if "k" in change else value.kt, value.order)
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
         else:
             raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
         ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
-
-
-def _identity(x: Any) -> Any:
-    return x
 
 
 class FlowRunner:
