@@ -240,9 +240,9 @@ def _deferred_of(node: n.DeferTick, ctx: BatchCtx, current: Val | None, fallback
             return empty_like(current)
         if isinstance(current, KTable):
             return KTable(current.kt, current.vt, empty_like(table_frame(ctx.spark, current)))
-        kt = from_python(node.meta.key) if kind.keyed else None
-        empty = frame_of(ctx.spark, [], fallback_t, [] if kt is not None else None, kt or OPAQUE if kind.keyed else None)
-        return KTable(empty.kt or OPAQUE, fallback_t, empty) if kind is Kind.KEYED_SINGLETON else empty
+        kt = (from_python(node.meta.key) or OPAQUE) if kind.keyed else None
+        empty = frame_of(ctx.spark, [], fallback_t, [] if kt is not None else None, kt)
+        return KTable(kt or OPAQUE, fallback_t, empty) if kind is Kind.KEYED_SINGLETON else empty
     found, pair = ctx.state.get(key)
     if found and pair[0]:
         return Scalar(True, pair[1], _acc_type(pair[1], fallback_t))

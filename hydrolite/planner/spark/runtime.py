@@ -231,10 +231,12 @@ class StageRunner:
     def _split(self, df: DataFrame, ctx_state: Any) -> dict[int, Val]:
         out: dict[int, Val] = {}
         for i, inp in enumerate(self.inputs):
-            part = df.filter(F.col("_src") == i).select(F.col("_seq").alias("_o0"), F.col(f"p{i}.*"))
-            if not self.has_seq[i]:  # deterministic on replay: the batch's files and splits are logged
-                part = part.withColumn("_o0", F.monotonically_increasing_id())
-            sf = SFrame(part.select("_o0", *(["k"] if inp.kt is not None else []), "v"), inp.vt, inp.kt, ("_o0",))
+            # without a source order, the position in the batch (deterministic on replay: the
+            # batch's files and their splits are fixed by the offset log)
+            order = F.col("_seq") if self.has_seq[i] else F.monotonically_increasing_id()
+            payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
+            part = df.filter(F.col("_src") == i).select(order.alias("_o0"), *payload)
+            sf = SFrame(part, inp.vt, inp.kt, ("_o0",))
             if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
                 out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
             else:
