@@ -69,6 +69,10 @@ CASES: list[tuple[str, Callable[..., Any], Any, list[Any]]] = [
     ("dataclass_build", lambda p: Point(p.y, p.x), Point, [Point(1, 2), Point(-3, 4)]),
     ("namedtuple", lambda p: (p.name, p[1] * 2), Pair, [Pair("a", 1.5), Pair("b", -2.0)]),
     ("optional_is_none", lambda x: x is None, int | None, [1, None, 3]),
+    ("eq_none", lambda x: x == None, int | None, [1, None]),  # noqa: E711
+    ("ifexp_none", lambda x: x if x > 2 else None, int, INTS),
+    ("ifexp_tuple_or_none", lambda t: (t[1], t[0]) if t[1] > 0 else None, tuple[str, int], TUPLES),
+    ("float_mod", lambda x: x % -2.5, float, [0.0, -1.5, 3.25, 7.0]),
     ("optional_eq", lambda x: x == 3, int | None, [1, None, 3]),
     ("math_floor", lambda x: math.floor(x / 3), int, INTS),
     ("round", lambda x: round(x / 2), int, INTS),

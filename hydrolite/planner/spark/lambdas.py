@@ -323,7 +323,10 @@ class Translator:
             return res if isinstance(op, ast.In) else ~res
         a, b = self.visit(left), self.visit(right)
         if isinstance(op, (ast.Eq, ast.NotEq)):
-            if isinstance(a.t, NoneT) or isinstance(b.t, NoneT) or isinstance(a.t, OptT) or isinstance(b.t, OptT):
+            if isinstance(a.t, NoneT) or isinstance(b.t, NoneT):  # `x == None`: only None equals None
+                other = b if isinstance(a.t, NoneT) else a
+                eq = other.col.isNull()
+            elif isinstance(a.t, OptT) or isinstance(b.t, OptT):
                 eq = a.col.eqNullSafe(b.col)
             elif a.t == b.t or (_numeric(a.t) and _numeric(b.t)):
                 eq = a.col == b.col
@@ -341,7 +344,9 @@ class Translator:
         if test.t != BOOL:
             raise NotTranslatable("condition is not a boolean")
         t = _join(a.t, b.t)
-        return TExpr(F.when(test.col, a.col).otherwise(b.col), t)
+        ca = F.lit(None).cast(t.spark()) if isinstance(a.t, NoneT) else a.col  # a typed null, not a void one
+        cb = F.lit(None).cast(t.spark()) if isinstance(b.t, NoneT) else b.col
+        return TExpr(F.when(test.col, ca).otherwise(cb), t)
 
     # ------------------------------------------------------------- structure
     def tuple_(self, node: ast.Tuple) -> TExpr:
