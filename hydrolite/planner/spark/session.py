@@ -16,6 +16,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.driver.memory": "2g",
+    # PySpark records the Python call stack of every Column it builds (for error contexts);
+    # a tick body builds hundreds per batch, and hydrolite reports errors at the user's line itself
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
