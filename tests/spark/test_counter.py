@@ -18,19 +18,10 @@ from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.offsets import read_offset_log
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
+from scenarios import counter_seed
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def seed_scenario(s: Any) -> None:
-    """The simulator's counter scenario (tests/sim/test_counter.py), word for word."""
-    increment, query = s.sender("increment"), s.sender("query")
-    ack, response = s.receiver("increment_ack"), s.receiver("query_response")
-    increment.send(("c1", None))
-    ack.next()
-    query.send(("c1", None))
-    response.assert_yields([("c1", 1)])
 
 
 def longer_scenario(s: Any) -> None:
@@ -48,7 +39,7 @@ def longer_scenario(s: Any) -> None:
 
 
 def test_counter_seed_scenario_on_spark(spark: SparkSession, tmp_path: Path) -> None:
-    SparkHarness(counter.build(), spark, str(tmp_path)).run(seed_scenario)
+    SparkHarness(counter.build(), spark, str(tmp_path)).run(counter_seed)
 
 
 def test_counter_longer_scenario_on_spark(spark: SparkSession, tmp_path: Path) -> None:
