@@ -20,6 +20,25 @@ if TYPE_CHECKING:
 _BOUNDED = (Role.BODY, Role.STATIC, Role.ENTRY)
 
 
+def _await_right(s: list[Any], port: int, delta: Any) -> list[Any] | None:
+    """Top level, stream x changing value: which left elements to emit now, if any.
+
+    `s` is [right's latest value or UNSET, left elements waiting for a first value]. Left
+    elements wait until the right side has a value; a right update releases those waiting.
+    """
+    if port == 1:
+        s[0] = delta
+        if not s[1]:
+            return None
+        waiting: list[Any] = s[1]
+        s[1] = []
+        return waiting
+    if s[0] is UNSET:
+        s[1].extend(delta)
+        return None
+    return list(delta)
+
+
 @evaluator(n.CrossSingleton)
 class CrossSingletonOp(Op):
     """cross_singleton(): (x, value) for each element x; nothing while an optional is empty."""
@@ -35,16 +54,11 @@ class CrossSingletonOp(Op):
 
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         s = st[self.idx]
-        if port == 1:
-            s[0] = delta
-            if not s[1]:
-                return NOTHING
-            delta, s[1] = s[1], []
-        elif s[0] is UNSET:
-            s[1].extend(delta)
+        left = _await_right(s, port, delta)
+        if left is None or s[0] is EMPTY:
             return NOTHING
         r = s[0]
-        return NOTHING if r is EMPTY else [(x, r) for x in delta] or NOTHING
+        return [(x, r) for x in left] or NOTHING
 
 
 @evaluator(n.CrossProduct)
@@ -218,15 +232,8 @@ class KeyedLookupOp(Op):
 
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         s = st[self.idx]
-        if port == 1:
-            s[0] = delta
-            if not s[1]:
-                return NOTHING
-            delta, s[1] = s[1], []
-        elif s[0] is UNSET:
-            s[1].extend(delta)
-            return NOTHING
-        return self._lookup(s[0], delta) or NOTHING
+        left = _await_right(s, port, delta)
+        return NOTHING if left is None else self._lookup(s[0], left) or NOTHING
 
 
 @evaluator(n.KeyedGet)
