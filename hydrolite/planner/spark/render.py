@@ -57,6 +57,26 @@ def _label(x: n.Node) -> str:
     return f"{x.op}(){extra}\\n{where(x)}"
 
 
+def _edges(plan: Plan, ids: dict[tuple[int, int], str]) -> list[tuple[str, str, str | None]]:
+    """(source id, target id, channel name or None) for every edge of the plan's picture.
+
+    Edges inside a query connect its own nodes; an input read from another query through a
+    channel connects the producing query's node and carries the channel's name.
+    """
+    edges: list[tuple[str, str, str | None]] = []
+    for s in plan.stages:
+        for x in s.nodes:
+            dst = ids[(s.index, id(x))]
+            for c in x.children:
+                if (s.index, id(c)) in ids:
+                    edges.append((ids[(s.index, id(c))], dst, None))
+                    continue
+                ch = next((k for k in s.channels_in if k.node is c), None)
+                if ch is not None and (ch.producer, id(c)) in ids:
+                    edges.append((ids[(ch.producer, id(c))], dst, ch.name))
+    return edges
+
+
 def render_dot(plan: Plan) -> str:
     """Graphviz: one cluster per query; dashed edges are channels between queries."""
     out = [f'digraph "{plan.flow.name}" {{', "  rankdir=LR;", '  node [shape=box, fontsize=10];']
@@ -70,15 +90,11 @@ def render_dot(plan: Plan) -> str:
             style = ', style=filled, fillcolor="#dde8ff"' if any(x is y for r in s.regions for y in r.nodes) else ""
             out.append(f'    {nid} [label="{_label(x)}"{style}];')
         out.append("  }")
-    for s in plan.stages:
-        for x in s.nodes:
-            for c in x.children:
-                if (s.index, id(c)) in ids:
-                    out.append(f"  {ids[(s.index, id(c))]} -> {ids[(s.index, id(x))]};")
-                else:
-                    ch = next((k for k in s.channels_in if k.node is c), None)
-                    if ch is not None and (ch.producer, id(c)) in ids:
-                        out.append(f'  {ids[(ch.producer, id(c))]} -> {ids[(s.index, id(x))]} [style=dashed, label="{ch.name}"];')
+    for src, dst, channel in _edges(plan, ids):
+        if channel is None:
+            out.append(f"  {src} -> {dst};")
+        else:
+            out.append(f'  {src} -> {dst} [style=dashed, label="{channel}"];')
     out.append("}")
     return "\n".join(out)
 
@@ -94,15 +110,8 @@ def render_mermaid(plan: Plan) -> str:
             ids[(s.index, id(x))] = nid
             out.append(f'    {nid}["{_label(x).replace(chr(92) + "n", "<br/>")}"]')
         out.append("  end")
-    for s in plan.stages:
-        for x in s.nodes:
-            for c in x.children:
-                if (s.index, id(c)) in ids:
-                    out.append(f"  {ids[(s.index, id(c))]} --> {ids[(s.index, id(x))]}")
-                else:
-                    ch = next((k for k in s.channels_in if k.node is c), None)
-                    if ch is not None and (ch.producer, id(c)) in ids:
-                        out.append(f"  {ids[(ch.producer, id(c))]} -.->|{ch.name}| {ids[(s.index, id(x))]}")
+    for src, dst, channel in _edges(plan, ids):
+        out.append(f"  {src} --> {dst}" if channel is None else f"  {src} -.->|{channel}| {dst}")
     for s in plan.stages:
         for r in s.regions:
             members = [ids[(s.index, id(x))] for x in r.nodes if (s.index, id(x)) in ids]
