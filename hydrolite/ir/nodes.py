@@ -26,6 +26,18 @@ class Node:
     meta: Meta
     site: CallSite
     op: ClassVar[str] = "node"  # the operator's user-facing name, used in dumps
+    #: A choice point into a tick (`Batch`, `Snapshot`) when its input lives outside the tick.
+    entry: ClassVar[bool] = False
+    #: Push-driven even on a bounded input (roots that hand elements on: sinks, sends).
+    push_root: ClassVar[bool] = False
+    #: Keeps state across ticks whatever its role (previous-tick values, run-once inputs).
+    always_stateful: ClassVar[bool] = False
+
+    def keeps_history(self) -> bool:
+        """Whether, outside a tick body, its output depends on earlier inputs, not only on
+        this tick's delta (folds, counts, unique...). Backends keep such a node's state
+        across ticks (see `hydrolite.ir.roles`)."""
+        return False
 
     @cached_property
     def children(self) -> tuple[Node, ...]:
@@ -63,6 +75,7 @@ class SourceIter(Node):
 
     values: tuple[Any, ...]
     op: ClassVar[str] = "source_iter"
+    always_stateful: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -147,6 +160,9 @@ class Fold(Unary):
     commutative: bool
     op: ClassVar[str] = "fold"
 
+    def keeps_history(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Reduce(Unary):
@@ -156,12 +172,18 @@ class Reduce(Unary):
     commutative: bool
     op: ClassVar[str] = "reduce"
 
+    def keeps_history(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Count(Unary):
     """Number of elements (keyed: per key)."""
 
     op: ClassVar[str] = "count"
+
+    def keeps_history(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -170,12 +192,18 @@ class First(Unary):
 
     op: ClassVar[str] = "first"
 
+    def keeps_history(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Last(Unary):
     """The last element, if any."""
 
     op: ClassVar[str] = "last"
+
+    def keeps_history(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -184,12 +212,18 @@ class Enumerate(Unary):
 
     op: ClassVar[str] = "enumerate"
 
+    def keeps_history(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Unique(Unary):
     """Drop elements seen before (across ticks at top level, within the batch in a tick)."""
 
     op: ClassVar[str] = "unique"
+
+    def keeps_history(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -222,12 +256,18 @@ class CrossProduct(Binary):
 
     op: ClassVar[str] = "cross_product"
 
+    def keeps_history(self) -> bool:
+        return True
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Join(Binary):
     """Equi-join of (k, v1) and (k, v2) into (k, (v1, v2))."""
 
     op: ClassVar[str] = "join"
+
+    def keeps_history(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -305,6 +345,9 @@ class Keys(Unary):
 
     op: ClassVar[str] = "keys"
 
+    def keeps_history(self) -> bool:
+        return self.input.meta.kind.streamlike  # keys seen before are not repeated
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Values(Unary):
@@ -339,6 +382,7 @@ class Batch(Unary):
     nondet: NonDet
     align: AlignId | None = None
     op: ClassVar[str] = "batch"
+    entry: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -349,6 +393,7 @@ class Snapshot(Unary):
     nondet: NonDet
     align: AlignId | None = None
     op: ClassVar[str] = "snapshot"
+    entry: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -370,6 +415,7 @@ class DeferTick(Unary):
     """What the input held in the previous tick (empty in the first tick)."""
 
     op: ClassVar[str] = "defer_tick"
+    always_stateful: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -403,6 +449,7 @@ class Send(Unary):
     dest: LocId
     mode: SendMode
     op: ClassVar[str] = "send"
+    push_root: ClassVar[bool] = True
 
 
 # ---------------------------------------------------------------- alignment
@@ -429,6 +476,7 @@ class Sink(Unary):
 
     port: str
     op: ClassVar[str] = "sink"
+    push_root: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -437,6 +485,7 @@ class CycleSink(Unary):
 
     cycle: CycleId
     op: ClassVar[str] = "cycle_sink"
+    always_stateful: ClassVar[bool] = True
 
 
 _ABSTRACT: frozenset[type[Node]] = frozenset({Node, Unary, Binary})

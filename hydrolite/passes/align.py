@@ -185,8 +185,10 @@ def align_flow(flow: Flow) -> Flow:
 
 
 def carried(node: n.Node) -> bool:
-    """A top-level operator the pass placed in a tick: in a tick, yet unbounded."""
-    return node.meta.in_tick and not node.meta.bounded
+    """A top-level operator the pass placed in a tick: in a tick, yet unbounded (role CARRIED)."""
+    from ..ir.roles import Role, role_of
+
+    return role_of(node) is Role.CARRIED
 
 
 def describe_alignment(flow: Flow) -> str:

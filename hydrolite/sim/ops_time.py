@@ -364,7 +364,6 @@ class SinkOp(Op):
     """A named output port: elements are buffered for the test's receivers."""
 
     __slots__ = ()
-    ALWAYS_PUSH = True
 
     def init_state(self) -> Any:
         return [[], 0]  # outputs, how many the receiver has read
@@ -380,7 +379,6 @@ class SendOp(Op):
     scheduler delivers channel heads in any interleaving (see `World.deliver`)."""
 
     __slots__ = ("mode",)
-    ALWAYS_PUSH = True
 
     def setup(self) -> None:
         self.mode: n.SendMode = getattr(self.node, "mode")

@@ -15,7 +15,8 @@ from ..ir.ids import ClusterId, ProcessId, TickId, TopId, top_of
 from ..ir.meta import Kind
 from .errors import SimUsageError
 from .ops_time import AssumeOrderingOp, CycleSinkOp, CycleSourceOp, DeferTickOp, Entry, SendOp, SinkOp, SourceOp
-from .registry import Op, Role, evaluator_for
+from ..ir.roles import Role, role_of
+from .registry import Op, evaluator_for
 
 DEFAULT_CLUSTER_SIZE = 2
 
@@ -63,19 +64,6 @@ class Program:
     orderings: list[AssumeOrderingOp]  # top-level assume_ordering buffers (scheduler actions)
     deterministic_sinks: list[str]  # sinks whose type promises determinism and are untainted
     has_carried: bool
-
-
-def _role(node: n.Node, op_cls: type[Op], children: tuple[n.Node, ...]) -> Role:
-    loc = node.meta.loc
-    if isinstance(loc, TickId):
-        if issubclass(op_cls, Entry) and children[0].meta.loc != loc:
-            return Role.ENTRY
-        return Role.BODY if node.meta.bounded else Role.CARRIED
-    if any(isinstance(c.meta.loc, TickId) for c in children):
-        return Role.EXIT
-    if node.meta.bounded and not op_cls.ALWAYS_PUSH:
-        return Role.STATIC
-    return Role.TOP
 
 
 _PUSH_FROM = {Role.TOP, Role.STATIC, Role.EXIT}  # producers of top-level values
@@ -140,7 +128,7 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
         op_cls = evaluator_for(type(node))
         children = node.children
         in_ops = tuple(by_id[id(c)] for c in children)
-        role = _role(node, op_cls, children)
+        role = role_of(node)
         op = op_cls(node, len(ops), role, tuple(c.meta.kind for c in children), tuple(o.role for o in in_ops))
         op.ins = tuple(o.idx for o in in_ops)
         op.port_order = tuple(sorted(range(len(in_ops)), key=lambda i: in_ops[i].role is Role.CARRIED))

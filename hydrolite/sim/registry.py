@@ -4,7 +4,8 @@
 node classes to `Op` classes, so adding a node class means registering its evaluator, and
 a test checks that every class in `hydrolite.ir.nodes.node_classes()` has one.
 
-An `Op` evaluates its node in one of these *roles* (decided once, at compile time):
+An `Op` evaluates its node in one of these *roles* (`hydrolite.ir.roles`, computed once
+for every backend from the aligned IR):
 
 * ``TOP``: top-level and unbounded; push-driven: `push` turns an input delta (a list of new
   elements for streams, a new version for singletons) into an output delta, keeping state.
@@ -20,10 +21,10 @@ An `Op` evaluates its node in one of these *roles* (decided once, at compile tim
 
 from __future__ import annotations
 
-import enum
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..ir.meta import Kind
+from ..ir.roles import Role
 from ..ir.nodes import Node
 from .errors import UserFunctionError
 from .values import NOTHING
@@ -32,22 +33,10 @@ if TYPE_CHECKING:
     from .world import World
 
 
-class Role(enum.Enum):
-    """How an op is evaluated (see the module docstring)."""
-
-    TOP = "top"
-    STATIC = "static"
-    BODY = "body"
-    CARRIED = "carried"
-    ENTRY = "entry"
-    EXIT = "exit"
-
-
 class Op:
     """The executable form of one IR node. Subclasses override the methods of their roles."""
 
     __slots__ = ("node", "idx", "role", "kind", "in_kinds", "ins", "consumers", "carried", "port_order", "streamlike", "in_roles")
-    ALWAYS_PUSH = False  # roots (sinks, sends) are push-driven even on a bounded input
 
     def __init__(self, node: Node, idx: int, role: Role, in_kinds: tuple[Kind, ...], in_roles: tuple[Role, ...]) -> None:
         self.node = node

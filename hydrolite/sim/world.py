@@ -229,18 +229,8 @@ class World:
         self.ctx = ("tick", tp, p, k)
         if self.trace is not None:
             self.trace.append(("tick", tp.label, self.prog.places[p].label, k))
-        entries = tp.entries
-        forced = -1
-        if not any(d.pending(st) for d in tp.deferred):
-            for i in range(len(entries) - 1, -1, -1):
-                if entries[i].can_advance(st):
-                    forced = i
-                    break
         vals: list[Any] = [None] * len(self.prog.ops)
-        new = False
-        for i, e in enumerate(entries):
-            vals[e.idx], nt = e.decide(self, st, i == forced and not new)
-            new = new or nt
+        self.decide_entries(tp, st, vals)
         changed: set[int] = set()
         for op in tp.body:
             if op.role is Role.CARRIED:
@@ -256,6 +246,21 @@ class World:
             c.commit(st)  # type: ignore[attr-defined]
         for x, v in outs:
             self.propagate(x, p, v)
+
+    def decide_entries(self, tp: TickPlan, st: list[Any], vals: list[Any]) -> None:
+        """Choose what each entry releases into this run; one is forced to release something new
+        (unless a deferred stream makes the run observable anyway)."""
+        entries = tp.entries
+        forced = -1
+        if not any(d.pending(st) for d in tp.deferred):
+            for i in range(len(entries) - 1, -1, -1):
+                if entries[i].can_advance(st):
+                    forced = i
+                    break
+        new = False
+        for i, e in enumerate(entries):
+            vals[e.idx], nt = e.decide(self, st, i == forced and not new)
+            new = new or nt
 
     def _carried_step(self, op: Op, p: int, st: list[Any], vals: list[Any], changed: set[int]) -> None:
         """A carried op consumes what reached it in this run (deltas / new versions)."""

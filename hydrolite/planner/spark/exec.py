@@ -60,6 +60,10 @@ class BatchCtx:
     def key(self, node: n.Node) -> str:
         return self.keys[id(node)]
 
+    def stateful(self, node: n.Node) -> bool:
+        """Whether `node` keeps state across batches (the one classification: `ir.roles`)."""
+        return self.stage.roles.stateful(node)
+
     def site(self, node: n.Node) -> FnSite:
         fn_at = ""
         code = getattr(getattr(node, "f", None), "__code__", None)

@@ -271,8 +271,8 @@ def cross_singleton(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     return project(sf, F.struct(F.col("v").alias("_1"), literal(s.value, s.t).col.alias("_2")), t)
 
 
-def _need_bounded(node: n.Node) -> None:
-    if any(not c.meta.bounded for c in node.children):
+def _need_bounded(ctx: BatchCtx, node: n.Node) -> None:
+    if ctx.stateful(node):
         raise unsupported(
             node, "on unbounded streams (it would have to keep the whole history)",
             "batch() both sides into a tick and combine the batches there",
@@ -281,7 +281,7 @@ def _need_bounded(node: n.Node) -> None:
 
 @handles(n.CrossProduct)
 def cross_product(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
-    _need_bounded(node)
+    _need_bounded(ctx, node)
     a, b = sframe(args[0], node), sframe(args[1], node)
     df = a.df.select(F.col("v").alias("_l")).crossJoin(b.df.select(F.col("v").alias("_r")))
     return SFrame(df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt)))
@@ -289,7 +289,7 @@ def cross_product(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 @handles(n.Join)
 def join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
-    _need_bounded(node)
+    _need_bounded(ctx, node)
     l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
     r_df, _, rv = pairs(ctx, node, sframe(args[1], node))
     df = l_df.select("k", F.col("v").alias("_l")).join(r_df.select("k", F.col("v").alias("_r")), "k")
@@ -403,7 +403,7 @@ def row_index(sf: SFrame, partition: list[str]) -> Column:
 @handles(n.Unique)
 def unique(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
-    if not node.input.meta.bounded:
+    if ctx.stateful(node):
         from .ops_state import unique_unbounded
 
         return unique_unbounded(ctx, node, sf)
@@ -417,7 +417,7 @@ def unique(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 @handles(n.Enumerate)
 def enumerate_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
-    if not node.input.meta.bounded:
+    if ctx.stateful(node):
         from .ops_state import enumerate_unbounded
 
         return enumerate_unbounded(ctx, node, sf)
@@ -432,7 +432,7 @@ def keys(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
         sf = table_frame(ctx.spark, x)
     else:
         sf = sframe(x, node)
-        if not node.input.meta.bounded:
+        if ctx.stateful(node):
             from .ops_state import unique_unbounded
 
             ks = SFrame(sf.df.select(*sf.order, F.col("k").alias("v")), sf.kt or OPAQUE, None, sf.order)

@@ -1,10 +1,10 @@
 """Stateful operators: folds, reduces, counts, first/last, unique, enumerate, defer_tick, cycles.
 
-On a tick-bounded input these compute a per-tick value from the batch alone. On an
-unbounded input (a top-level operator fused into the query, or a *carried* node the
-alignment pass placed in the tick) they read the versioned state as of the previous
-batch, fold in this batch's delta and write the new version (see `state`): per-batch
-work is proportional to the batch.
+In a tick body these compute a per-tick value from the batch alone. When `hydrolite.ir.roles`
+calls them stateful (a top-level operator fused into the query, a *carried* node the
+alignment pass placed in the tick, or one over a `source_iter`) they read the versioned
+state as of the previous batch, fold in this batch's delta and write the new version (see
+`state`): per-batch work is proportional to the batch.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _spec(node: Any, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
 def aggregate(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     alg, has_init, init, acc_t = _spec(node, sf)
-    carried = not node.input.meta.bounded
+    carried = ctx.stateful(node)
     if alg is not None:
         try:
             parts = partial_columns(alg, TExpr(F.col("v"), sf.vt), sf.order_col())

@@ -24,12 +24,7 @@ from ...ir import nodes as n
 from ...ir.graph import AlignedRegion, Flow, parents_of
 from ...ir.ids import ClusterId, TickId
 from ...ir.meta import Kind
-
-#: Operators that keep state across batches when they run on an unbounded input.
-STATEFUL_UNBOUNDED: tuple[type[n.Node], ...] = (
-    n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Enumerate, n.Unique, n.Keys,
-)
-
+from ...ir.roles import Role, Roles, classify
 
 def where(node: n.Node) -> str:
     return f"{os.path.basename(node.site.file)}:{node.site.line}"
@@ -58,6 +53,7 @@ class Stage:
     sources: list[n.Source] = field(default_factory=list)  # ports read, in union order
     channels_in: list[Channel] = field(default_factory=list)
     channels_out: list[Channel] = field(default_factory=list)
+    roles: Roles = field(default_factory=lambda: Roles({}))  # of the whole aligned flow
 
     @property
     def sinks(self) -> list[n.Sink]:
@@ -65,14 +61,9 @@ class Stage:
 
     @property
     def stateful(self) -> list[n.Node]:
-        """Nodes whose value depends on earlier batches (kept in the versioned state store)."""
-        out: list[n.Node] = []
-        for x in self.nodes:
-            if isinstance(x, STATEFUL_UNBOUNDED) and not x.children[0].meta.bounded:
-                out.append(x)
-            elif isinstance(x, (n.DeferTick, n.SourceIter)):
-                out.append(x)
-        return out
+        """Nodes whose value depends on earlier batches (kept in the versioned state store):
+        exactly the nodes `hydrolite.ir.roles` calls stateful."""
+        return [x for x in self.nodes if self.roles.stateful(x)]
 
     @property
     def streaming(self) -> bool:
@@ -102,6 +93,7 @@ class SparkPlanError(FlowError):
 
 
 def _check_supported(flow: Flow) -> None:
+    roles = classify(flow)
     for node in flow.nodes():
         loc = node.meta.loc
         top = loc.outer if isinstance(loc, TickId) else loc
@@ -114,12 +106,40 @@ def _check_supported(flow: Flow) -> None:
 
 
     for node in flow.nodes():
-        if isinstance(node, (n.Join, n.CrossProduct)) and not all(c.meta.bounded for c in node.children):
+        if roles.of(node).role is Role.ENTRY:
+            _check_no_self_feedback(node)
+        if isinstance(node, (n.Join, n.CrossProduct)) and roles.stateful(node):
             raise SparkPlanError(
                 f"{node.op}() of unbounded streams would keep their whole history in every batch",
                 site=node.site,
                 fix="batch() both sides into a tick and combine the batches there",
             )
+
+
+def _check_no_self_feedback(entry: n.Node) -> None:
+    """Refuse an entry into tick T that reads T's own output through the top level.
+
+    In the model, `all_ticks()` / `latest()` of T reach the top level only after a run of T
+    completes, so T reads them in a later run. One micro-batch query computes T's exits and
+    entries in the same batch and would read the current run instead: refuse rather than
+    answer differently (the simulator runs such programs)."""
+    tick = entry.meta.loc
+    todo, seen = [entry.children[0]], set()
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.meta.in_tick:
+            continue
+        if any(c.meta.loc == tick for c in x.children):
+            raise SparkPlanError(
+                f"{entry.op}() into {tick} reads {x.op}() of the same tick (at {where(x)}): the tick would read "
+                "its own output in the same micro-batch, while the model reads it in a later run",
+                site=entry.site,
+                fix="carry values to the next run with defer_tick() or tick.singleton_cycle()/stream_cycle()",
+            )
+        todo.extend(x.children)
 
 
 def plan_flow(flow: Flow) -> Plan:
@@ -150,6 +170,9 @@ class _Cutter:
         self._assign_homes()
         keys = self._stage_keys()
         stages = [self._new_stage(i, k) for i, k in enumerate(keys)]
+        roles = classify(self.flow)
+        for st in stages:
+            st.roles = roles
         by_key = {k: s for k, s in zip(keys, stages)}
         members: dict[str, set[int]] = {k: set() for k in keys}
         channels: dict[int, Channel] = {}

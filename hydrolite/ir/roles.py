@@ -1,0 +1,112 @@
+"""Node roles: how each node of an aligned flow is evaluated, computed once for every backend.
+
+The simulator and the Spark planner used to decide separately what "carried" or "keeps
+state" meant, and they disagreed (a fold placed in a tick by the alignment pass kept its
+state in the simulator and lost it on Spark). Both now read this classification:
+
+* ``TOP``: top level and unbounded; consumes input deltas as they arrive.
+* ``STATIC``: top level and bounded (derived from ``source_iter`` only): one value, computed
+  once.
+* ``BODY``: bounded, inside a tick: recomputed from this tick's inputs on every run.
+* ``CARRIED``: moved into a tick by the alignment pass while unbounded: top-level meaning,
+  discretised at the tick (consumes the delta that reached it in this run, keeps state).
+* ``ENTRY``: a ``batch`` / ``snapshot`` whose input lives outside its tick: a choice point.
+* ``EXIT``: a top-level node reading a tick's value (``all_ticks``, ``latest``,
+  ``release_aligned``).
+
+A node is *stateful* (its backend keeps state across ticks / micro-batches) when its class
+says so whatever the role (``always_stateful``: ``defer_tick``, cycles, ``source_iter``), or
+when it runs outside a tick body (TOP, STATIC, CARRIED) and its output depends on earlier
+inputs (``Node.keeps_history()``: folds, counts, ``unique``, ...).
+
+Example::
+
+    >>> import hydrolite as hl
+    >>> from hydrolite import nondet
+    >>> from hydrolite.ir.roles import Role, classify
+    >>> from hydrolite.passes.align import align_flow
+    >>> class P: ...
+    >>> fb = hl.FlowBuilder("roles")
+    >>> p = fb.process(P)
+    >>> xs = p.source("xs", int)
+    >>> _ = xs.count().snapshot(p.tick(), nondet("any version")).into_stream().all_ticks().sink("out")
+    >>> flow = align_flow(fb.finalize())
+    >>> roles = classify(flow)
+    >>> [(x.op, roles.of(x).role.value, roles.of(x).stateful) for x in flow.nodes()][:3]
+    [('source', 'top', False), ('count', 'top', True), ('snapshot', 'entry', False)]
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .graph import Flow
+from .nodes import Node
+
+
+class Role(enum.Enum):
+    """How a node is evaluated (see the module docstring)."""
+
+    TOP = "top"
+    STATIC = "static"
+    BODY = "body"
+    CARRIED = "carried"
+    ENTRY = "entry"
+    EXIT = "exit"
+
+    @property
+    def over_time(self) -> bool:
+        """Evaluated on deltas with a value that persists across ticks (not a tick body)."""
+        return self in (Role.TOP, Role.STATIC, Role.CARRIED)
+
+
+@dataclass(frozen=True)
+class NodeRole:
+    """A node's role and whether its backend must keep its state across ticks."""
+
+    role: Role
+    stateful: bool
+
+
+def role_of(node: Node) -> Role:
+    """The role of one node of an aligned flow (depends on the node and its inputs only)."""
+    meta = node.meta
+    if meta.in_tick:
+        if node.entry and node.children[0].meta.loc != meta.loc:
+            return Role.ENTRY
+        return Role.BODY if meta.bounded else Role.CARRIED
+    if any(c.meta.in_tick for c in node.children):
+        return Role.EXIT
+    if meta.bounded and not node.push_root:
+        return Role.STATIC
+    return Role.TOP
+
+
+def node_role(node: Node) -> NodeRole:
+    """Role and statefulness of one node."""
+    role = role_of(node)
+    stateful = node.always_stateful or (role.over_time and node.keeps_history())
+    return NodeRole(role, stateful)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The classification of every node of one aligned flow (keyed by node identity)."""
+
+    by_id: Mapping[int, NodeRole]
+
+    def of(self, node: Node) -> NodeRole:
+        try:
+            return self.by_id[id(node)]
+        except KeyError:  # a node outside the flow (e.g. an unused source): classify it alone
+            return node_role(node)
+
+    def stateful(self, node: Node) -> bool:
+        return self.of(node).stateful
+
+
+def classify(flow: Flow) -> Roles:
+    """Classify every node of `flow` (run the alignment pass first: roles follow its output)."""
+    return Roles({id(x): node_role(x) for x in flow.nodes()})
