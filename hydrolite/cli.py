@@ -1,4 +1,5 @@
-"""`hydrolite run | plan | offsets`: run a program on Spark, show its plan, show its offset log.
+"""`hydrolite run | plan | offsets | verify-run`: run a program on Spark, show its plan, show
+its offset log, check a finished run against the simulator.
 
 A program is a Python file (or `package.module`) exposing `build() -> hydrolite.Flow`.
 
@@ -196,6 +197,20 @@ class _Progress:
                     print(f"    {fn}: {path}")
 
 
+def cmd_verify_run(args: argparse.Namespace) -> int:
+    from .planner.spark.session import spark_session
+    from .planner.spark.verify import verify_run
+
+    _, flow = load_program(args.program)
+    checkpoint = os.path.abspath(args.checkpoint)
+    if not os.path.isdir(checkpoint):
+        raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
+    spark = spark_session(args.master, {})
+    report = verify_run(flow, checkpoint, spark, _pairs(args.input, "--input"), _pairs(args.output, "--output"))
+    print(report)
+    return 0 if report.identical else 2
+
+
 # ------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hydrolite", description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -223,6 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("--query", help="only this query (e.g. tick0)")
     offsets.add_argument("--json", action="store_true", help="one JSON object per line")
     offsets.set_defaults(fn=cmd_offsets)
+
+    verify = sub.add_parser("verify-run", help="replay a finished run in the simulator and compare every sink, batch by batch")
+    verify.add_argument("program")
+    verify.add_argument("checkpoint", help="the run's checkpoint directory (its offset log says what each tick read)")
+    verify.add_argument("--input", action="append", default=[], metavar="PORT=SPEC", help="where a source's data is now (default: as recorded by the run)")
+    verify.add_argument("--output", action="append", default=[], metavar="PORT=SPEC", help="where a sink's outputs are (default: as recorded by the run)")
+    verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
+    verify.set_defaults(fn=cmd_verify_run)
     return parser
 
 

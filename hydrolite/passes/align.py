@@ -120,6 +120,12 @@ class _Rewriter:
             if id(child) not in self.region or self.region[id(child)][0] == tick:
                 return new_child  # an aligned read of a node in its own tick: identity
         if id(child) in self.region:
+            tick = self.region[id(child)][0]
+            if isinstance(user, (n.Batch, n.Snapshot)) and self.loc(user.tick) == tick:
+                # a plain batch/snapshot of a carried node, taken in the node's own merged tick:
+                # read the current version (one legal choice). Through a bridge it would read
+                # only what earlier runs emitted, and its first run would wait for itself.
+                return new_child
             return self.bridge(child, new_child)
         return new_child
 

@@ -1,4 +1,5 @@
-"""The examples' simulator scenarios, unchanged, against real Spark (local mode)."""
+"""The examples' simulator scenarios, unchanged, against real Spark (local mode); each run is
+then replayed in the simulator from its offset log and must match it batch by batch."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.verify import verify_runner
 from scenarios import CASE_IDS, CASES, EXAMPLE_SCENARIOS
 
 pytestmark = pytest.mark.spark
@@ -18,4 +20,8 @@ pytestmark = pytest.mark.spark
 @pytest.mark.parametrize(("name", "scenario"), CASES, ids=CASE_IDS)
 def test_example_scenario_on_spark(name: str, scenario: Callable[[Any], None], spark: SparkSession, tmp_path: Path) -> None:
     build, _ = EXAMPLE_SCENARIOS[name]
-    SparkHarness(build(), spark, str(tmp_path)).run(scenario)
+    h = SparkHarness(build(), spark, str(tmp_path))
+    h.run(scenario)
+    report = verify_runner(h.runner)
+    assert report.identical and report.ticks > 0 and report.outputs > 0, str(report)
+    assert str(report).startswith(f"{report.ticks} ticks, {report.outputs} outputs, identical")

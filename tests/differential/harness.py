@@ -1,0 +1,77 @@
+"""Run one generated program on Spark, replay the run in the simulator, compare every sink.
+
+`run_case` is shared by the Hypothesis test (small budget, CI) and the long-run script
+(`tests/differential/run_long.py`): it builds the program from its source text, runs the
+inputs step by step on local Spark (each step is written as feed entries, then every
+query processes what is available: Spark decides the micro-batches), and replays the run
+from its offset log with `verify_runner`. The outcome says whether the outputs were
+identical, or why not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+import tempfile
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from hydrolite.errors import FlowError
+from hydrolite.ir.graph import Flow
+from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.stages import SparkPlanError
+from hydrolite.planner.spark.verify import VerifyReport, verify_runner
+
+
+@dataclass
+class Outcome:
+    """What happened to one case: identical | divergent | rejected (not a legal program) |
+    refused (the Spark planner says, clearly, that it cannot run it) | error."""
+
+    status: str
+    detail: str = ""
+    report: VerifyReport | None = None
+
+
+def load(source: str) -> Flow:
+    """Build the program whose module text is `source` (registered as a module, so Spark
+    pickles its functions by value)."""
+    name = "hl_gen_" + hashlib.sha1(source.encode()).hexdigest()[:12]
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    sys.modules[name] = module
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    flow: Flow = module.build()
+    return flow
+
+
+def run_case(spark: SparkSession, source: str, steps: list[dict[str, list[Any]]]) -> Outcome:
+    """Run `source` on Spark with `steps` of inputs, then verify the run against the simulator."""
+    try:
+        flow = load(source)
+    except FlowError as exc:
+        return Outcome("rejected", str(exc))
+    directory = tempfile.mkdtemp(prefix="hl-diff-")
+    try:
+        try:
+            h = SparkHarness(flow, spark, directory)
+        except SparkPlanError as exc:
+            return Outcome("refused", str(exc))
+        try:
+            for step in steps:
+                for port, values in step.items():
+                    if port in flow.sources and values:
+                        h.sender(port).send_many(values)
+                h.step()
+            report = verify_runner(h.runner)
+        finally:
+            h.runner.stop()
+        if report.identical:
+            return Outcome("identical", str(report), report)
+        return Outcome("divergent", str(report), report)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,349 @@
+"""Random well-typed hydrolite programs, generated as Python source from the public API.
+
+A program is a list of statements over a pool of typed variables (top-level and tick
+streams of ints or pairs, keyed streams, singletons, keyed singletons). Each step picks an
+operator whose input kinds exist in the pool and appends its result; the program ends with
+sinks on some of the variables. The output is the text of a module with `build()` — the
+shrunk reproducer of a divergence is a program a person can read, run and keep as a test.
+
+Choices come through `Draw` (Hypothesis's `data.draw` in tests, `random.Random` in the
+long run script), so the same generator serves both and Hypothesis can shrink it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+X = TypeVar("X")
+
+# Functions the programs use: some translate to native Spark Columns, some run in Python
+# (Arrow). All are total on the values they can meet (small ints, pairs of ints).
+INT_MAPS = ["lambda x: x + 1", "lambda x: x * 2", "lambda x: x % 5", "lambda x: -x", "lambda x: x // 3", "digit_sum"]
+INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
+INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
+INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(x % 3)", "digits"]
+FOLDS = [("0", "lambda a, x: a * 3 + x", False), ("0", "lambda a, x: a + x", True), ("1", "lambda a, x: max(a, x)", True), ("0", "mix_py", False)]
+REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
+TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)"]
+PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
+KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
+
+HELPERS = '''
+def digit_sum(x: int) -> int:
+    return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
+
+
+def odd_py(x: int) -> bool:
+    return [c for c in str(abs(x))][-1] in "13579"
+
+
+def halve_even(x: int) -> int | None:
+    return x // 2 if x % 2 == 0 else None
+
+
+def digits(x: int) -> list[int]:
+    return [int(c) for c in str(abs(x))]
+
+
+def mix_py(a: int, x: int) -> int:
+    return int(str(abs(a) % 1000) + str(abs(x) % 10))
+
+
+def pair_py(t: tuple[int, int]) -> int:
+    return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
+'''
+
+
+class Draw:
+    """Where the generator's choices come from."""
+
+    def int(self, lo: int, hi: int) -> int:
+        raise NotImplementedError
+
+    def choice(self, items: Sequence[X]) -> X:
+        return items[self.int(0, len(items) - 1)]
+
+    def bool(self) -> bool:
+        return self.int(0, 1) == 1
+
+
+class RandomDraw(Draw):
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+
+class HypothesisDraw(Draw):
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def int(self, lo: int, hi: int) -> int:
+        from hypothesis import strategies as st
+
+        v: int = self.data.draw(st.integers(lo, hi))
+        return v
+
+
+@dataclass
+class Var:
+    """A variable of the generated program: its name and what it holds."""
+
+    name: str
+    kind: str  # "stream" | "keyed" | "single" | "ksingle"
+    tick: str | None  # the tick variable it lives in, None at top level
+    elem: str = "int"  # "int" | "pair" (streams), "int" (others)
+    ordered: bool = True
+    source: str | None = None  # the top-level source it derives from (for align points)
+
+
+@dataclass
+class Program:
+    """The generated statements and the variables they define."""
+
+    lines: list[str] = field(default_factory=list)
+    vars: list[Var] = field(default_factory=list)
+    sinks: list[str] = field(default_factory=list)
+    counter: int = 0
+
+    def new(self, expr: str, kind: str, tick: str | None, **kw: Any) -> Var:
+        self.counter += 1
+        v = Var(f"v{self.counter}", kind, tick, **kw)
+        self.lines.append(f"{v.name} = {expr}")
+        self.vars.append(v)
+        return v
+
+    def pick(self, d: Draw, pred: Callable[[Var], bool]) -> Var | None:
+        found = [v for v in self.vars if pred(v)]
+        return d.choice(found) if found else None
+
+    def source(self) -> str:
+        body = "\n".join(f"    {line}" for line in self.lines)
+        return (
+            '"""A generated program (differential test)."""\n\nfrom __future__ import annotations\n\n'
+            "import hydrolite as hl\nfrom hydrolite import nondet\n"
+            f"{HELPERS}\n\nclass P:\n    pass\n\n\nND = nondet(\"generated: any batching is legal\")\n\n\n"
+            f"def build() -> hl.Flow:\n{body}\n    return flow.finalize()\n"
+        )
+
+
+def _top_stream(v: Var) -> bool:
+    return v.kind == "stream" and v.tick is None
+
+
+def generate(d: Draw, max_ops: int = 8) -> Program:
+    """A random program: sources, then up to `max_ops` operators, then sinks."""
+    prog = Program()
+    prog.lines += ['flow = hl.FlowBuilder("gen")', "p = flow.process(P)", "t1 = p.tick()"]
+    two_ticks = d.bool()
+    if two_ticks:
+        prog.lines.append("t2 = p.tick()")
+    prog.lines.append('xs = p.source("xs", int)')
+    prog.vars.append(Var("xs", "stream", None, source="xs"))
+    if d.bool():
+        prog.lines.append('ys = p.source("ys", int)')
+        prog.vars.append(Var("ys", "stream", None, source="ys"))
+    if d.bool():
+        prog.lines.append('ks = p.keyed_source("ks", str, int)')
+        prog.vars.append(Var("ks", "keyed", None, source="ks"))
+    ticks = ["t1", "t2"] if two_ticks else ["t1"]
+    if d.int(0, 3) == 0:
+        _aligned_pattern(prog, d)
+    for _ in range(d.int(1, max_ops)):
+        _one_op(prog, d, ticks)
+    _sinks(prog, d)
+    return prog
+
+
+def _aligned_pattern(prog: Program, d: Draw) -> None:
+    """The align-point pattern: state of a source read consistently with its releases."""
+    src = prog.pick(d, lambda v: _top_stream(v) and v.source is not None and v.elem == "int")
+    assert src is not None
+    prog.lines.append("al = p.local_align_point()")
+    init, f, comm = d.choice(FOLDS)
+    acc = prog.new(f"{src.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", None)
+    cnt = prog.new(f"{src.name}.count()", "single", None)
+    rel = prog.new(f"{src.name}.release_aligned(al)", "stream", None, source=src.source)
+    prog.sinks.append(f'{rel.name}.sink("ack")')
+    a = prog.new(f"{acc.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
+    b = prog.new(f"{cnt.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
+    prog.new(f"{a.name}.zip({b.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
+
+
+def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
+    op = d.int(0, 13)
+    tick = d.choice(ticks)
+    if op == 0:  # element-wise on an int stream (top level or tick)
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
+        if v is None:
+            return
+        what = d.int(0, 3)
+        if what == 0:
+            prog.new(f"{v.name}.map({d.choice(INT_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+        elif what == 1:
+            prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+        elif what == 2:
+            prog.new(f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+        else:
+            prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+    elif op == 1:  # into a tick
+        v = prog.pick(d, _top_stream)
+        if v is None:
+            return
+        if v.kind == "stream":
+            prog.new(f"{v.name}.batch({tick}, ND)", "stream", tick, elem=v.elem, ordered=v.ordered)
+    elif op == 2:  # aggregate a stream into a singleton
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
+        if v is None:
+            return
+        what = d.int(0, 4)
+        if what == 0:
+            init, f, comm = d.choice(FOLDS)
+            if not comm and not v.ordered:
+                comm = True
+            prog.new(f"{v.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", v.tick)
+        elif what == 1:
+            prog.new(f"{v.name}.count()", "single", v.tick)
+        elif what == 2:
+            f, comm = d.choice(REDUCES)
+            comm = comm or not v.ordered
+            prog.new(f"{v.name}.reduce{'_commutative' if comm else ''}({f}).unwrap_or(-1)", "single", v.tick)
+        elif what == 3 and v.ordered:
+            prog.new(f"{v.name}.{d.choice(['first', 'last'])}().unwrap_or(-1)", "single", v.tick)
+        else:
+            prog.new(f"{v.name}.count()", "single", v.tick)
+    elif op == 3:  # a top-level singleton read by a tick
+        v = prog.pick(d, lambda v: v.kind == "single" and v.tick is None)
+        if v is not None:
+            prog.new(f"{v.name}.snapshot({tick}, ND)", "single", tick)
+    elif op == 4:  # stream x singleton in a tick
+        s = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
+        g = prog.pick(d, lambda v: v.kind == "single" and s is not None and v.tick == s.tick)
+        if s is not None and g is not None:
+            prog.new(f"{s.name}.cross_singleton({g.name}).map(lambda t: t[0] * 7 + t[1])", "stream", s.tick, ordered=s.ordered)
+    elif op == 5:  # two tick streams combined
+        a = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
+        b = prog.pick(d, lambda v: a is not None and v.kind == "stream" and v.tick == a.tick and v.elem == "int" and v is not a)
+        if a is None or b is None:
+            return
+        what = d.int(0, 3)
+        if what == 0 and a.ordered and b.ordered:
+            prog.new(f"{a.name}.chain({b.name})", "stream", a.tick)
+        elif what == 1:
+            prog.new(f"{a.name}.merge_unordered({b.name})", "stream", a.tick, ordered=False)
+        elif what == 2:
+            prog.new(f"{a.name}.cross_product({b.name}).map(lambda t: t[0] * 10 + t[1])", "stream", a.tick, ordered=False)
+        else:
+            ka = f"{a.name}.map({d.choice(TO_PAIR)})"
+            kb = f"{b.name}.map({d.choice(TO_PAIR)})"
+            if d.bool():
+                prog.new(f"{ka}.join({kb}).map(lambda t: t[0] + t[1][0] * 3 + t[1][1])", "stream", a.tick, ordered=False)
+            else:
+                prog.new(f"{ka}.anti_join({b.name}.map(lambda x: x % 3)).map(lambda t: t[1])", "stream", a.tick, ordered=a.ordered)
+    elif op == 6:  # per-tick reshaping
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
+        if v is None:
+            return
+        what = d.int(0, 3)
+        if what == 0:
+            prog.new(f"{v.name}.sort()", "stream", v.tick)
+        elif what == 1:
+            prog.new(f"{v.name}.unique()", "stream", v.tick, ordered=v.ordered)
+        elif what == 2 and v.ordered:
+            prog.new(f"{v.name}.enumerate().map(lambda t: t[0] * 100 + t[1])", "stream", v.tick)
+        else:
+            prog.new(f"{v.name}.defer_tick()", "stream", v.tick, ordered=v.ordered)
+    elif op == 7:  # top-level unique / enumerate (state over time)
+        v = prog.pick(d, lambda v: _top_stream(v) and v.elem == "int")
+        if v is None:
+            return
+        if d.bool() or not v.ordered:
+            prog.new(f"{v.name}.unique()", "stream", None, ordered=v.ordered, source=v.source)
+        else:
+            prog.new(f"{v.name}.enumerate().map(lambda t: t[0] * 100 + t[1])", "stream", None, source=v.source)
+    elif op == 8:  # keyed streams
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
+        if v is not None:
+            prog.new(f"{v.name}.map({d.choice(TO_PAIR)}).into_keyed()", "keyed", v.tick, ordered=v.ordered, source=v.source)
+    elif op == 9:  # keyed aggregation into a keyed singleton
+        v = prog.pick(d, lambda v: v.kind == "keyed")
+        if v is None:
+            return
+        what = d.int(0, 2)
+        if what == 0:
+            init, f, comm = d.choice(FOLDS)
+            comm = comm or not v.ordered
+            prog.new(f"{v.name}.fold{'_commutative' if comm else ''}({init}, {f})", "ksingle", v.tick)
+        elif what == 1:
+            prog.new(f"{v.name}.count()", "ksingle", v.tick)
+        else:
+            prog.new(f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source)
+    elif op == 10:  # keyed singletons read in a tick
+        v = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is None)
+        if v is not None:
+            prog.new(f"{v.name}.snapshot({tick}, ND)", "ksingle", tick)
+    elif op == 11:  # keyed lookups in a tick
+        ks = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is not None)
+        if ks is None:
+            return
+        src = prog.pick(d, lambda v: v.kind == "stream" and v.tick == ks.tick and v.elem == "int")
+        if src is None:
+            return
+        keyed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
+        prog.new(f"{keyed}.lookup_keyed_singleton({ks.name}).entries().map(lambda t: t[0] * 1000 + t[1][0] + (t[1][1] or 0))", "stream", ks.tick, ordered=False)
+    elif op == 12:  # leave a tick
+        v = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
+        if v is not None:
+            prog.new(f"{v.name}.latest()", "single", None)
+    else:  # a running total carried by a tick cycle
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
+        if v is None:
+            return
+        prog.counter += 1
+        h, prev = f"h{prog.counter}", f"prev{prog.counter}"
+        prog.lines.append(f"{h}, {prev} = {v.tick}.singleton_cycle(0)")
+        tot = prog.new(f"{prev}.zip({v.name}.fold_commutative(0, lambda a, x: a + x)).map(lambda t: t[0] + t[1])", "single", v.tick)
+        prog.lines.append(f"{h}.complete_next_tick({tot.name})")
+
+
+def _sinks(prog: Program, d: Draw) -> None:
+    candidates = [v for v in prog.vars if v.name not in ("xs", "ys", "ks")] or prog.vars
+    chosen = [v for v in candidates if d.int(0, 2) > 0] or [candidates[-1]]
+    for i, v in enumerate(chosen):
+        name = f"o{i}"
+        if v.kind == "stream":
+            tail = ".all_ticks()" if v.tick else ""
+            prog.sinks.append(f'{v.name}{tail}.sink("{name}")')
+        elif v.kind == "keyed":
+            tail = ".all_ticks()" if v.tick else ""
+            prog.sinks.append(f'{v.name}.entries(){tail}.sink("{name}")')
+        elif v.kind == "single":
+            if v.tick:
+                prog.sinks.append(f'{v.name}.into_stream().all_ticks().sink("{name}")')
+            else:
+                prog.sinks.append(f'{v.name}.snapshot(t1, ND).into_stream().all_ticks().sink("{name}")')
+        else:
+            if v.tick:
+                prog.sinks.append(f'{v.name}.entries().all_ticks().sink("{name}")')
+            else:
+                prog.sinks.append(f'{v.name}.snapshot(t1, ND).entries().all_ticks().sink("{name}")')
+    prog.lines.extend(prog.sinks)
+
+
+def inputs(d: Draw, ports: Sequence[str], steps: int = 3) -> list[dict[str, list[Any]]]:
+    """Random inputs split into steps (each step is written, then Spark processes it)."""
+    out: list[dict[str, list[Any]]] = []
+    for _ in range(d.int(1, steps)):
+        step: dict[str, list[Any]] = {}
+        for port in ports:
+            n = d.int(0, 4)
+            if port == "ks":
+                step[port] = [(d.choice("abc"), d.int(0, 9)) for _ in range(n)]
+            else:
+                step[port] = [d.int(0, 12) for _ in range(n)]
+        out.append(step)
+    return out

@@ -1,0 +1,117 @@
+"""Long differential run: many generated programs on Spark, each replayed in the simulator.
+
+    python -m tests.differential.run_long --programs 1000 --seed 0 [--out DIR]
+
+Prints one line per program, then programs tried, outcomes (identical / refused with a
+clear planner error / divergent / error) and, for each divergence, a shrunk reproducer:
+statements are deleted while the program still builds and still diverges, then input
+elements are deleted the same way. Reproducers are written to `--out` (default
+`tests/differential/found/`) as modules with `build()` and `STEPS`, ready to move into
+`regressions/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+import traceback
+from collections import Counter
+from typing import Any
+
+from tests.differential.harness import Outcome, run_case
+from tests.differential.progen import RandomDraw, generate, inputs
+
+Steps = list[dict[str, list[Any]]]
+
+
+def _safe(spark: Any, source: str, steps: Steps) -> Outcome:
+    try:
+        return run_case(spark, source, steps)
+    except Exception:  # a crash is an outcome of its own, reported with its traceback
+        return Outcome("error", traceback.format_exc(limit=8))
+
+
+def _bad(out: Outcome) -> bool:
+    return out.status in ("divergent", "error")
+
+
+def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str, Steps, Outcome]:
+    """Delete program lines, then input elements, while the case still fails the same way."""
+    first = _safe(spark, source, steps)
+    status = first.status
+    head, _, rest = source.partition("def build() -> hl.Flow:\n")
+    body = rest.splitlines()
+    fixed = {0, 1, len(body) - 1}  # flow = ..., p = ..., return
+    runs = 0
+    i = len(body) - 2
+    best = first
+    while i > 1 and runs < budget:
+        if i not in fixed:
+            trial = body[:i] + body[i + 1 :]
+            text = head + "def build() -> hl.Flow:\n" + "\n".join(trial) + "\n"
+            runs += 1
+            out = _safe(spark, text, steps)
+            if out.status == status:
+                body, best = trial, out
+                fixed = {0, 1, len(body) - 1}
+        i -= 1
+    source = head + "def build() -> hl.Flow:\n" + "\n".join(body) + "\n"
+    for port in sorted({p for s in steps for p in s}):
+        for si in range(len(steps)):
+            j = len(steps[si].get(port, [])) - 1
+            while j >= 0 and runs < budget * 2:
+                trial_steps = [dict(s) for s in steps]
+                trial_steps[si][port] = steps[si][port][:j] + steps[si][port][j + 1 :]
+                runs += 1
+                out = _safe(spark, source, trial_steps)
+                if out.status == status:
+                    steps, best = trial_steps, out
+                j -= 1
+    steps = [s for s in ({p: v for p, v in s.items() if v} for s in steps) if s] or steps[:1]
+    return source, steps, best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "found"))
+    ap.add_argument("--no-shrink", action="store_true")
+    args = ap.parse_args(argv)
+    from hydrolite.planner.spark.session import spark_session
+
+    spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}, app_name="hydrolite-differential")
+    spark.sparkContext.setLogLevel("ERROR")
+    counts: Counter[str] = Counter()
+    found: list[str] = []
+    t0 = time.time()
+    for i in range(args.programs):
+        seed = args.seed + i
+        d = RandomDraw(random.Random(seed))
+        source = generate(d).source()
+        steps = inputs(d, ["xs", "ys", "ks"])
+        t = time.time()
+        out = _safe(spark, source, steps)
+        counts[out.status] += 1
+        print(f"program {i + 1}/{args.programs} seed={seed}: {out.status} ({time.time() - t:.1f}s)", flush=True)
+        if _bad(out):
+            small, small_steps, shrunk = (source, steps, out) if args.no_shrink else shrink(spark, source, steps)
+            os.makedirs(args.out, exist_ok=True)
+            path = os.path.join(args.out, f"seed_{seed}.py")
+            with open(path, "w") as fh:
+                fh.write(small.replace('"""A generated program (differential test)."""', f'"""Found by run_long seed {seed}: {out.status}."""'))
+                fh.write(f"\n\nSTEPS = {small_steps!r}\n")
+            found.append(path)
+            print(f"--- shrunk reproducer ({path}):\n{small}\nSTEPS = {small_steps!r}\n{shrunk.detail}\n---", flush=True)
+    minutes = (time.time() - t0) / 60
+    print(f"\nprograms tried: {args.programs} (seeds {args.seed}..{args.seed + args.programs - 1}) in {minutes:.1f} min")
+    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    print(f"divergences found: {counts['divergent']}, errors: {counts['error']}; reproducers: {found or 'none'}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
