@@ -6,14 +6,24 @@ ids are totally ordered, source offsets only partially (one per input), and batc
 covers exactly the updates between the end offsets of `b - 1` and those of `b` — the remap
 collection that reclocks the sources onto ticks. A replay after a crash reuses the logged
 offsets, which is why a replayed tick sees exactly the same inputs.
+
+Spark keeps only its newest 100 offset and commit files, so the runtime also copies every
+batch's offsets (and the files of file inputs) into hydrolite's own compacted remap log
+(`remap.py`), which covers the whole run. `read_offset_log` reads that log first and falls
+back to Spark's offset files for batches it lacks (a batch planned but not yet started, or
+a checkpoint written before the remap log existed).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from .remap import batch_files, parse_spark_offsets, read_remap
+
+__all__ = ["TickOffsets", "batch_files", "queries", "read_offset_log"]
 
 
 @dataclass(frozen=True)
@@ -24,9 +34,13 @@ class TickOffsets:
     batch_id: int
     committed: bool
     inputs: dict[str, tuple[Any, Any]]  # input -> (start offset exclusive, end offset inclusive)
+    files: dict[str, list[str]] = field(default_factory=dict)  # file input -> files read, in arrival order
 
     def describe(self) -> str:
-        parts = [f"{name}: {_fmt(a)} -> {_fmt(b)}" for name, (a, b) in self.inputs.items()]
+        parts = []
+        for name, (a, b) in self.inputs.items():
+            n = len(self.files[name]) if name in self.files else None
+            parts.append(f"{name}: {_fmt(a)} -> {_fmt(b)}" + ("" if n is None else f" ({n} file{'' if n == 1 else 's'})"))
         state = "committed" if self.committed else "not committed (replayed on restart)"
         return f"{self.query} batch {self.batch_id} [{state}] " + "; ".join(parts)
 
@@ -39,15 +53,6 @@ def _fmt(offset: Any) -> str:
     return json.dumps(offset, separators=(",", ":"), sort_keys=True)
 
 
-def _parse(path: str) -> list[Any]:
-    with open(path) as fh:
-        lines = fh.read().splitlines()
-    out: list[Any] = []
-    for line in lines[2:]:  # version, batch metadata, then one offset per input
-        out.append(None if line.strip() in ("", "-") else json.loads(line))
-    return out
-
-
 def queries(checkpoint: str) -> list[str]:
     """The queries that have a checkpoint under `checkpoint`."""
     if not os.path.isdir(checkpoint):
@@ -55,28 +60,40 @@ def queries(checkpoint: str) -> list[str]:
     return sorted(d for d in os.listdir(checkpoint) if os.path.isfile(os.path.join(checkpoint, d, "hydrolite.json")))
 
 
+def _numbered(directory: str) -> list[int]:
+    return sorted(int(f) for f in os.listdir(directory) if f.isdigit()) if os.path.isdir(directory) else []
+
+
 def read_offset_log(checkpoint: str, query: str | None = None) -> list[TickOffsets]:
-    """Every logged micro-batch of every query (or one query), in batch order."""
+    """Every logged micro-batch of every query (or one query), in batch order.
+
+    A batch is committed when Spark's `commits/<b>` exists or a later batch is committed
+    (Spark commits batches in order and purges old commit files).
+    """
     out: list[TickOffsets] = []
     for q in queries(checkpoint):
         if query is not None and q != query:
             continue
-        with open(os.path.join(checkpoint, q, "hydrolite.json")) as fh:
+        qdir = os.path.join(checkpoint, q)
+        with open(os.path.join(qdir, "hydrolite.json")) as fh:
             names: list[str] = json.load(fh)["inputs"]
-        log = os.path.join(checkpoint, q, "spark", "offsets")
-        commits = os.path.join(checkpoint, q, "spark", "commits")
-        if not os.path.isdir(log):
-            continue
-        batches = sorted(int(f) for f in os.listdir(log) if f.isdigit())
-        prev: list[Any] | None = None
-        prev_id: int | None = None
-        for b in batches:
-            ends = _parse(os.path.join(log, str(b)))
-            if prev is not None and prev_id == b - 1:
-                starts = prev
-            else:  # batch 0 starts at the beginning; older logs may have been purged by Spark
-                starts = [None if b == 0 else "?"] * len(ends)
-            inputs = {name: (starts[i] if i < len(starts) else None, ends[i] if i < len(ends) else None) for i, name in enumerate(names)}
-            out.append(TickOffsets(q, b, os.path.exists(os.path.join(commits, str(b))), inputs))
-            prev, prev_id = ends, b
+        ends: dict[int, dict[str, Any]] = {}
+        files: dict[int, dict[str, list[str]]] = {}
+        for b, entry in read_remap(qdir).items():
+            ends[b] = {name: entry.ends.get(name) for name in names}
+            files[b] = entry.files
+        log = os.path.join(qdir, "spark", "offsets")
+        for b in _numbered(log):
+            if b not in ends:
+                line = parse_spark_offsets(os.path.join(log, str(b)))
+                ends[b] = {name: line[i] if i < len(line) else None for i, name in enumerate(names)}
+        commits = _numbered(os.path.join(qdir, "spark", "commits"))
+        last_commit = commits[-1] if commits else -1
+        for b in sorted(ends):
+            if b - 1 in ends:
+                starts = ends[b - 1]
+            else:  # batch 0 starts at the beginning; an older batch missing from both logs is unknown
+                starts = {name: None if b == 0 else "?" for name in names}
+            inputs = {name: (starts[name], ends[b][name]) for name in names}
+            out.append(TickOffsets(q, b, b <= last_commit, inputs, files.get(b, {})))
     return out

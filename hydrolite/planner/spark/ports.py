@@ -27,7 +27,7 @@ import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -36,6 +36,7 @@ from pyspark.sql import types as T
 
 from .errors import SparkRunError
 from .feed import FEED_FORMAT, entry_name, list_entries
+from .remap import URI_EMPTY_AUTHORITY, spark_uri_key
 from .state import StateStore
 from .types import HType, ListT, NoneT, Prim, RecordT, StructT, TupleT
 from .values import SFrame
@@ -84,6 +85,17 @@ class InputBinding(ABC):
 
 @dataclass
 class FileInput(InputBinding):
+    """New files of a directory, in arrival order: file by file, then row by row within a file.
+
+    Besides `v` (and `k`) the stream has `_file`: struct(`path` = Spark's
+    `_metadata.file_path`, `start` = `_metadata.file_block_start`). The runtime orders a
+    batch's rows by (the file's position in the batch's file list from Spark's file source
+    log — modification time, then path —, `start`, position within the split). Spark may cut
+    a large JSON-lines / CSV file into several splits read by different tasks, so a row's
+    position in its task is only meaningful within its split; the split's start offset puts
+    the splits of one file back in file order. No partitioning setting is needed.
+    """
+
     path: str
     fmt: str = "json"
     options: dict[str, str] = field(default_factory=dict)
@@ -95,7 +107,37 @@ class FileInput(InputBinding):
         opts = {"mode": "FAILFAST", **({"header": "true"} if self.fmt == "csv" else {}), **self.options}
         os.makedirs(self.path, exist_ok=True)
         df = spark.readStream.schema(schema).format(self.fmt).options(**opts).load(self.path)
-        return df.select(*internal_columns(vt, kt))
+        where = F.struct(F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_block_start").alias("start"))
+        return df.select(*internal_columns(vt, kt), where.alias("_file"))
+
+    # files per batch up to which the file -> position lookup is a map literal (linear per
+    # row, no extra Spark job); larger batches (a backlog) use a broadcast join instead
+    MAP_LOOKUP_MAX_FILES: ClassVar[int] = 256
+
+    def latest_first(self) -> bool:
+        """Spark's `latestFirst` option: the newest files arrive first."""
+        return any(k.lower() == "latestfirst" and v.strip().lower() == "true" for k, v in self.options.items())
+
+    def arrival_order(self, spark: SparkSession, rows: DataFrame, port: str, uris: list[str], payload: list[Column]) -> DataFrame:
+        """This input's rows of one batch with order columns `_o0` (position of the row's file
+        in `uris`, the batch's files in arrival order), `_o0s` (split start), `_o0r` (row in split).
+
+        The row's position within its task (`monotonically_increasing_id`) is taken first, on
+        the batch's own partitions, where each split of a file is one ordered run. A row from
+        a file missing from `uris` fails the batch (it would have no arrival position).
+        """
+        pos = rows.select(F.col("_file.path").alias("_fp"), F.col("_file.start").alias("_o0s"), F.monotonically_increasing_id().alias("_o0r"), *payload)
+        key = F.regexp_replace(F.col("_fp"), URI_EMPTY_AUTHORITY, "$1:/")
+        if len(uris) <= self.MAP_LOOKUP_MAX_FILES:
+            pairs = [F.lit(x) for r, u in enumerate(uris) for x in (spark_uri_key(u), r)]
+            lookup = F.create_map(*pairs) if pairs else F.lit(None).cast("map<string,bigint>")  # no file: no rows
+            ranked = pos.withColumn("_fr", lookup[key].cast("long"))
+        else:
+            ranks = spark.createDataFrame([(spark_uri_key(u), r) for r, u in enumerate(uris)], "_fk string, _fr long")
+            ranked = pos.join(F.broadcast(ranks), key == F.col("_fk"), "left")
+        missing = F.raise_error(F.concat(F.lit(f"hydrolite: input {port!r} read a file missing from Spark's file source log: "), F.substring_index(F.col("_fp"), "/", -1)))
+        rank = F.when(F.col("_fr").isNull(), missing).otherwise(F.col("_fr"))
+        return ranked.select(rank.alias("_o0"), "_o0s", "_o0r", *[c for c in ("k", "v") if c in pos.columns])
 
     def describe(self) -> str:
         return f"{self.fmt} files in {self.path}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 from collections import deque
 import os
 import re
@@ -38,7 +39,8 @@ from ...ir.meta import Kind
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import BadDataError, SparkRunError, site_of
 from .exec import BatchCtx, evaluate, stage_keys
-from .ports import ChannelOutput, FeedInput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
+from .ports import ChannelOutput, FeedInput, FileInput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
+from .remap import RemapLog
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
@@ -121,6 +123,9 @@ class StageRunner:
         self.inputs = [self._source_input(s) for s in stage.sources] + [self._channel_input(c) for c in stage.channels_in]
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
+        self.has_file: list[bool] = [False] * len(self.inputs)
+        files = {i: inp.binding.latest_first() for i, inp in enumerate(self.inputs) if isinstance(inp.binding, FileInput)}
+        self.remap = RemapLog(self.dir, [i.name for i in self.inputs], files)
         self.error: BaseException | None = None
         self.progress = StageProgress()
         self._ctx: BatchCtx | None = None
@@ -147,9 +152,11 @@ class StageRunner:
         for i, inp in enumerate(self.inputs):
             sdf = inp.binding.stream(spark, inp.name, inp.vt, inp.kt)
             self.has_seq[i] = "_seq" in sdf.columns
+            self.has_file[i] = "_file" in sdf.columns  # file inputs: ordered by file, then split, then row
             seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
             payload = F.struct(*(["k"] if inp.kt is not None else []), "v")
-            parts.append(sdf.select(F.lit(i).alias("_src"), seq.alias("_seq"), payload.alias(f"p{i}")))
+            where = [F.col("_file")] if self.has_file[i] else []
+            parts.append(sdf.select(F.lit(i).alias("_src"), seq.alias("_seq"), payload.alias(f"p{i}"), *where))
         df = parts[0]
         for p in parts[1:]:
             df = df.unionByName(p, allowMissingColumns=True)
@@ -228,15 +235,23 @@ class StageRunner:
         if self.runner.fault is not None:
             self.runner.fault(point, self.stage.name, batch_id)
 
-    def _split(self, df: DataFrame, ctx_state: Any) -> dict[int, Val]:
+    def _split(self, df: DataFrame, ctx_state: Any, files: dict[int, list[str]]) -> dict[int, Val]:
+        """Each input's part of the batch, in arrival order (`files`: file input -> its files in order)."""
         out: dict[int, Val] = {}
         for i, inp in enumerate(self.inputs):
-            # without a source order, the position in the batch (deterministic on replay: the
-            # batch's files and their splits are fixed by the offset log)
-            order = F.col("_seq") if self.has_seq[i] else F.monotonically_increasing_id()
             payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
-            part = df.filter(F.col("_src") == i).select(order.alias("_o0"), *payload)
-            sf = SFrame(part, inp.vt, inp.kt, ("_o0",))
+            rows = df.filter(F.col("_src") == i)
+            order: tuple[str, ...]
+            if self.has_file[i]:  # file, then split of the file, then row: see FileInput
+                assert isinstance(inp.binding, FileInput)
+                part = inp.binding.arrival_order(self.runner.spark, rows, inp.name, files.get(i, []), payload)
+                order = ("_o0", "_o0s", "_o0r")
+            else:
+                # without a source order, the position in the batch (deterministic on replay: the
+                # batch's data and its partitions are fixed by the offset log)
+                seq = F.col("_seq") if self.has_seq[i] else F.monotonically_increasing_id()
+                part, order = rows.select(seq.alias("_o0"), *payload), ("_o0",)
+            sf = SFrame(part, inp.vt, inp.kt, order)
             if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
                 out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
             else:
@@ -245,7 +260,7 @@ class StageRunner:
 
     def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
         """A singleton read from another query: its newest version so far."""
-        rows = sf.df.orderBy(F.col("_o0").desc()).limit(1).collect()
+        rows = sf.df.orderBy(*[F.col(c).desc() for c in sf.order]).limit(1).collect()
         key = f"input:{inp.name}"
         if rows:
             value = inp.vt.decode(rows[0]["v"])
@@ -256,12 +271,14 @@ class StageRunner:
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
+        # the remap log entry first, before any output: it survives Spark's log purging
+        files = self.remap.record(batch_id) if self.stage.streaming else {}
         state = self.store.begin(batch_id)
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             if batch_id == 0 and self.stage.streaming and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
-            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, self._split(df, state), self.keys)
+            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, self._split(df, state, files), self.keys)
             self._ctx = ctx
             evaluate(ctx)
             for action in ctx.after:
@@ -274,6 +291,7 @@ class StageRunner:
                     self._hook("between_sinks", batch_id)
                 sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
                 rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
+                record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
                 if rows is not None:
                     self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
             for ch in self.stage.channels_out:
@@ -342,6 +360,7 @@ class FlowRunner:
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
         _pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
+        _record_bindings(self.checkpoint, self.inputs, self.outputs)
 
     def _channel_type(self, ch: Channel) -> tuple[HType, HType | None]:
         vt = from_python(ch.node.meta.elem) or OPAQUE
@@ -424,6 +443,31 @@ class FlowRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def record_sink_type(checkpoint: str, port: str, sf: SFrame) -> None:
+    """Keep the element types a sink wrote with (`sink_types/<port>.pkl`), so that
+    `verify-run` reads its files back as the same Python values (written once per run)."""
+    path = os.path.join(checkpoint, "sink_types", f"{port}.pkl")
+    if os.path.exists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "wb") as fh:
+        pickle.dump((sf.vt, sf.kt), fh)
+    os.replace(path + ".tmp", path)
+
+
+def _record_bindings(checkpoint: str, inputs: Mapping[str, InputBinding], outputs: Mapping[str, OutputBinding]) -> None:
+    """Write which input/output each port was bound to (`bindings.json`), so that
+    `hydrolite verify-run` can read the run's inputs and outputs back later."""
+    from .verify import binding_spec
+
+    data = {
+        "inputs": {p: spec for p, b in inputs.items() if (spec := binding_spec(b)) is not None},
+        "outputs": {p: spec for p, b in outputs.items() if (spec := binding_spec(b)) is not None},
+    }
+    with open(os.path.join(checkpoint, "bindings.json"), "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
 
 
 def _busy(q: StreamingQuery) -> bool:
