@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
 from .errors import SimUsageError
-from .registry import Op, Role, evaluator
+from ..ir.roles import Role
+from .registry import Op, evaluator
 from .values import EMPTY, NOTHING, UNSET
 
 if TYPE_CHECKING:

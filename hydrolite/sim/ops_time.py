@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
 from ..ir.meta import Kind
-from .registry import Op, Role, evaluator
+from ..ir.roles import Role
+from .registry import Op, evaluator
 from .values import EMPTY, NOTHING, UNSET
 
 if TYPE_CHECKING:

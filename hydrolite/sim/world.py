@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..locations.locations import MemberId
 from .errors import ExplorationLimit, Pruned, SimUsageError
 from .program import Program, TickPlan
-from .registry import Op, Role
+from ..ir.roles import Role
+from .registry import Op
 from .values import NOTHING, UNSET, render
 
 if TYPE_CHECKING:

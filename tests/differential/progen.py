@@ -29,6 +29,9 @@ FOLDS = [("0", "lambda a, x: a * 3 + x", False), ("0", "lambda a, x: a + x", Tru
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
 TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)"]
 PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
+STR_MAPS = ["lambda s: s + 'x'", "lambda s: s.upper()", "lambda s: s[::-1]"]
+STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"]
+STR_TO_INT = ["lambda s: len(s)", "lambda s: ord(s[0]) % 7 if s else 0"]
 KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 
 HELPERS = '''
@@ -96,7 +99,8 @@ class Var:
     name: str
     kind: str  # "stream" | "keyed" | "single" | "ksingle"
     tick: str | None  # the tick variable it lives in, None at top level
-    elem: str = "int"  # "int" | "pair" (streams), "int" (others)
+    elem: str = "int"  # "int" | "str" (streams), "int" (others)
+    key: str = "int"  # key type of keyed collections: "int" | "str"
     ordered: bool = True
     source: str | None = None  # the top-level source it derives from (for align points)
 
@@ -149,7 +153,10 @@ def generate(d: Draw, max_ops: int = 8) -> Program:
         prog.vars.append(Var("ys", "stream", None, source="ys"))
     if d.bool():
         prog.lines.append('ks = p.keyed_source("ks", str, int)')
-        prog.vars.append(Var("ks", "keyed", None, source="ks"))
+        prog.vars.append(Var("ks", "keyed", None, source="ks", key="str"))
+    if d.int(0, 2) == 0:
+        prog.lines.append('ws = p.source("ws", str)')
+        prog.vars.append(Var("ws", "stream", None, elem="str", source="ws"))
     ticks = ["t1", "t2"] if two_ticks else ["t1"]
     if d.int(0, 3) == 0:
         _aligned_pattern(prog, d)
@@ -175,7 +182,7 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
-    op = d.int(0, 13)
+    op = d.int(0, 17)
     tick = d.choice(ticks)
     if op == 0:  # element-wise on an int stream (top level or tick)
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
@@ -269,6 +276,46 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is not None:
             prog.new(f"{v.name}.map({d.choice(TO_PAIR)}).into_keyed()", "keyed", v.tick, ordered=v.ordered, source=v.source)
+    elif op == 14:  # two tick singletons
+        a = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
+        b = prog.pick(d, lambda v: a is not None and v.kind == "single" and v.tick == a.tick)
+        if a is not None and b is not None:
+            prog.new(f"{a.name}.zip({b.name}).map(lambda t: t[0] * 10 + t[1])", "single", a.tick)
+    elif op == 15:  # keyed streams: per-key order and state
+        v = prog.pick(d, lambda v: v.kind == "keyed")
+        if v is None:
+            return
+        what = d.int(0, 3)
+        if what == 0:
+            prog.new(f"{v.name}.unique()", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key)
+        elif what == 1 and v.ordered:
+            prog.new(f"{v.name}.enumerate().map(lambda t: t[0] * 100 + t[1])", "keyed", v.tick, source=v.source, key=v.key)
+        elif what == 2:
+            f, comm = d.choice(REDUCES)
+            comm = comm or not v.ordered
+            prog.new(f"{v.name}.reduce{'_commutative' if comm else ''}({f})", "ksingle", v.tick, key=v.key)
+        elif v.ordered:
+            prog.new(f"{v.name}.{d.choice(['first', 'last'])}()", "ksingle", v.tick, key=v.key)
+    elif op == 16:  # a stream carried to the next run by a tick cycle
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int" and v.ordered)
+        if v is None:
+            return
+        prog.counter += 1
+        h, pend = f"hc{prog.counter}", f"pend{prog.counter}"
+        prog.lines.append(f"{h}, {pend} = {v.tick}.stream_cycle(int)")
+        both = prog.new(f"{v.name}.chain({pend})", "stream", v.tick)
+        prog.lines.append(f"{h}.complete_next_tick({both.name}.map(lambda x: x + 5).filter(lambda x: x < 20))")
+    elif op == 17:  # strings
+        v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "str")
+        if v is None:
+            return
+        what = d.int(0, 2)
+        if what == 0:
+            prog.new(f"{v.name}.map({d.choice(STR_MAPS)})", "stream", v.tick, elem="str", ordered=v.ordered, source=v.source)
+        elif what == 1:
+            prog.new(f"{v.name}.filter({d.choice(STR_FILTERS)})", "stream", v.tick, elem="str", ordered=v.ordered, source=v.source)
+        else:
+            prog.new(f"{v.name}.map({d.choice(STR_TO_INT)})", "stream", v.tick, ordered=v.ordered, source=v.source)
     elif op == 9:  # keyed aggregation into a keyed singleton
         v = prog.pick(d, lambda v: v.kind == "keyed")
         if v is None:
@@ -277,18 +324,23 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         if what == 0:
             init, f, comm = d.choice(FOLDS)
             comm = comm or not v.ordered
-            prog.new(f"{v.name}.fold{'_commutative' if comm else ''}({init}, {f})", "ksingle", v.tick)
+            prog.new(f"{v.name}.fold{'_commutative' if comm else ''}({init}, {f})", "ksingle", v.tick, key=v.key)
         elif what == 1:
-            prog.new(f"{v.name}.count()", "ksingle", v.tick)
+            prog.new(f"{v.name}.count()", "ksingle", v.tick, key=v.key)
         else:
-            prog.new(f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source)
+            prog.new(f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key)
     elif op == 10:  # keyed singletons read in a tick
         v = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is None)
         if v is not None:
-            prog.new(f"{v.name}.snapshot({tick}, ND)", "ksingle", tick)
+            prog.new(f"{v.name}.snapshot({tick}, ND)", "ksingle", tick, key=v.key)
     elif op == 11:  # keyed lookups in a tick
-        ks = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is not None)
+        ks = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is not None and v.key == "int")
         if ks is None:
+            return
+        if d.bool():  # KeyedSingleton.get with a key computed in the tick
+            key = prog.pick(d, lambda v: v.kind == "single" and v.tick == ks.tick)
+            if key is not None:
+                prog.new(f"{ks.name}.get({key.name}.map(lambda x: x % 3)).unwrap_or(-1)", "single", ks.tick)
             return
         src = prog.pick(d, lambda v: v.kind == "stream" and v.tick == ks.tick and v.elem == "int")
         if src is None:
@@ -311,7 +363,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
 
 
 def _sinks(prog: Program, d: Draw) -> None:
-    candidates = [v for v in prog.vars if v.name not in ("xs", "ys", "ks")] or prog.vars
+    candidates = [v for v in prog.vars if v.name not in ("xs", "ys", "ks", "ws")] or prog.vars
     chosen = [v for v in candidates if d.int(0, 2) > 0] or [candidates[-1]]
     for i, v in enumerate(chosen):
         name = f"o{i}"
@@ -343,6 +395,8 @@ def inputs(d: Draw, ports: Sequence[str], steps: int = 3) -> list[dict[str, list
             n = d.int(0, 4)
             if port == "ks":
                 step[port] = [(d.choice("abc"), d.int(0, 9)) for _ in range(n)]
+            elif port == "ws":
+                step[port] = ["".join(d.choice("abmz") for _ in range(d.int(0, 3))) for _ in range(n)]
             else:
                 step[port] = [d.int(0, 12) for _ in range(n)]
         out.append(step)

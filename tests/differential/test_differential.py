@@ -32,7 +32,7 @@ def test_generated_programs_match_the_simulator(spark: SparkSession, data: st.Da
     d = HypothesisDraw(data)
     prog = generate(d)
     source = prog.source()
-    steps = inputs(d, ["xs", "ys", "ks"])
+    steps = inputs(d, ["xs", "ys", "ks", "ws"])
     note(source)
     note(f"STEPS = {steps!r}")
     out = run_case(spark, source, steps)

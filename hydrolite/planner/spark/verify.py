@@ -230,9 +230,8 @@ def verify_plan(
     program: Program | None = None,
 ) -> VerifyReport:
     """Replay every committed batch of every query of a run and compare every sink."""
-    from . import offsets
+    from .offsets import batch_files
 
-    batch_files = getattr(offsets, "batch_files", lambda *_: {})  # TODO(remap): until the remap log lands
     prog = program if program is not None else compile_program(plan.flow)
     report = VerifyReport()
     for stage in plan.stages:
@@ -259,20 +258,20 @@ def verify_plan(
         try:
             results = replay_ticks(plan.flow, stage.tick, batches, sinks=[s.port for s in stage.sinks], program=prog)
         except ReplayBlocked as exc:
-            sink = stage.sinks[0] if stage.sinks else None
-            report.divergences.append(Divergence(stage.name, sink.port if sink else "-", -1, [], [], str(exc)))
+            first = stage.sinks[0].port if stage.sinks else "-"
+            report.divergences.append(Divergence(stage.name, first, -1, [], [], str(exc)))
             continue
         report.ticks += len(results)
         for r in results:
             for sink in stage.sinks:
                 if sink.port not in written:
                     continue
-                got = written[sink.port].get(r.batch_id, [])
+                wrote = written[sink.port].get(r.batch_id, [])
                 model = r.outputs[sink.port]
-                report.outputs += len(got)
+                report.outputs += len(wrote)
                 ordered = sink.meta.ordered and isinstance(outputs[sink.port], MemorySink)
-                if not _same(sink, got, model, ordered):
-                    report.divergences.append(Divergence(stage.name, sink.port, r.batch_id, got, model, operator_chain(sink)))
+                if not _same(sink, wrote, model, ordered):
+                    report.divergences.append(Divergence(stage.name, sink.port, r.batch_id, wrote, model, operator_chain(sink)))
     report.divergences.sort(key=lambda d: d.batch_id)
     return report
 
