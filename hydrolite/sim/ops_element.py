@@ -1,15 +1,20 @@
 """Evaluators of element-wise and reshaping operators (no state across deltas, except keys()).
 
 Each computes the same function of its input in every role: on a tick's whole value, on a
-top-level delta (new stream elements) or on a new singleton version.
+top-level delta (new stream elements) or on a new singleton version. What an operator does
+to elements is its kernel's (`hydrolite.kernels`, shared with Spark's Python path); this
+module only maps collection kinds onto kernel calls and reports failures at the site.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import kernels
 from ..ir import nodes as n
 from ..ir.meta import Kind
+from ..kernels import KernelError
 from .registry import Op, evaluator
 from .values import EMPTY, NOTHING
 
@@ -17,6 +22,11 @@ if TYPE_CHECKING:
     from .world import World
 
 Apply = Callable[["World", Any], Any]
+Kernel = Callable[[Callable[..., Any], Sequence[Any]], Any]
+
+
+def _no_semantics(op: Op) -> TypeError:
+    return TypeError(f"{op.node.op}() has no simulator semantics for a {op.in_kinds[0].value} input")
 
 
 class Stateless(Op):
@@ -29,7 +39,7 @@ class Stateless(Op):
         table: dict[Kind, Apply] = self.table()
         in_kind = self.in_kinds[0]
         if in_kind not in table:
-            raise TypeError(f"{self.node.op}() has no simulator semantics for a {in_kind.value} input")
+            raise _no_semantics(self)
         self.apply: Apply = table[in_kind]
 
     def table(self) -> dict[Kind, Apply]:
@@ -46,172 +56,115 @@ class Stateless(Op):
         return out
 
 
-_DROP: Any = object()  # "no output for this element"
+class _Elementwise(Op):
+    """map / filter / filter_map / flat_map / inspect: the operator's kernels (`hydrolite.kernels`)
+    over a stream, a keyed stream, a singleton (a batch of one value) or a keyed singleton.
 
-
-class _PerElement(Stateless):
-    """map / filter / filter_map: at most one output per element, value or version.
-
-    Subclasses only say what one element becomes (`one`, or `_DROP`); the loops over each
-    kind of input are shared, so the three operators cannot drift apart.
+    `KERNELS` are the kernels over values and over (key, value) pairs; `run` is the one for
+    this input's kind, picked once. A failing user function (`KernelError`) is reported at
+    this operator's site with the kernel's element.
     """
 
-    __slots__ = ("one",)
+    __slots__ = ("f", "run")
+    KERNELS: ClassVar[tuple[Kernel, Kernel]]
 
-    def table(self) -> dict[Kind, Apply]:
-        self.one: Callable[[Any], Any] = self.per_element(self.f)
-        return {
-            Kind.STREAM: self._stream,
-            Kind.KEYED_STREAM: self._keyed,
-            Kind.SINGLETON: self._scalar,
-            Kind.OPTIONAL: self._scalar,
-            Kind.KEYED_SINGLETON: self._map,
-        }
+    def setup(self) -> None:
+        node: Any = self.node
+        self.f: Callable[..., Any] = node.f
+        run = self.by_kind().get(self.in_kinds[0])
+        if run is None:
+            raise _no_semantics(self)
+        self.run: Kernel = run
 
-    @staticmethod
-    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """What one element becomes: a value, or `_DROP`."""
-        raise NotImplementedError
+    def by_kind(self) -> dict[Kind, Kernel]:
+        """Kind of the input -> the kernel computing the output."""
+        values, keyed = self.KERNELS
+        one = _on_singleton(values)
+        return {Kind.STREAM: values, Kind.KEYED_STREAM: keyed, Kind.SINGLETON: one, Kind.OPTIONAL: one, Kind.KEYED_SINGLETON: _on_map(keyed)}
 
-    def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        one, out = self.one, []
+    def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
         try:
-            for x in xs:
-                r = one(x)
-                if r is not _DROP:
-                    out.append(r)
-        except Exception as e:
-            raise self.fail(w, x, e) from e
+            return self.run(self.f, vals[self.ins[0]])
+        except KernelError as e:
+            raise self.fail(w, e.element, e.cause) from e.cause
+
+    def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
+        try:
+            out = self.run(self.f, delta)
+        except KernelError as e:
+            raise self.fail(w, e.element, e.cause) from e.cause
+        if self.streamlike and not out:
+            return NOTHING
         return out
 
-    def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        one, out = self.one, []
-        try:
-            for kv in kvs:
-                r = one(kv[1])
-                if r is not _DROP:
-                    out.append((kv[0], r))
-        except Exception as e:
-            raise self.fail(w, kv, e) from e
-        return out
 
-    def _scalar(self, w: World, v: Any) -> Any:
+def _on_singleton(kernel: Kernel) -> Kernel:
+    """A kernel on a singleton's value, a batch of one; an empty result empties the singleton."""
+
+    def run(f: Callable[..., Any], v: Any) -> Any:
         if v is EMPTY:
             return EMPTY
-        try:
-            r = self.one(v)
-        except Exception as e:
-            raise self.fail(w, v, e) from e
-        return EMPTY if r is _DROP else r
+        out = kernel(f, [v])
+        return out[0] if out else EMPTY
 
-    def _map(self, w: World, d: dict[Any, Any]) -> dict[Any, Any]:
-        return dict(self._keyed(w, list(d.items())))
+    return run
+
+
+def _on_map(keyed: Kernel) -> Kernel:
+    """A keyed kernel on a keyed singleton's map."""
+
+    def run(f: Callable[..., Any], d: Any) -> Any:
+        return dict(keyed(f, list(d.items())))
+
+    return run
 
 
 @evaluator(n.Map)
-class MapOp(_PerElement):
+class MapOp(_Elementwise):
     """map(f): f applied to each element / value / version."""
 
     __slots__ = ()
-
-    @staticmethod
-    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        return f
+    KERNELS = (kernels.map_values, kernels.map_keyed)
 
 
 @evaluator(n.Filter)
-class FilterOp(_PerElement):
+class FilterOp(_Elementwise):
     """filter(f): keep elements / values where f holds; a singleton becomes empty otherwise."""
 
     __slots__ = ()
-
-    @staticmethod
-    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        return lambda x: x if f(x) else _DROP
+    KERNELS = (kernels.filter_values, kernels.filter_keyed)
 
 
 @evaluator(n.FilterMap)
-class FilterMapOp(_PerElement):
+class FilterMapOp(_Elementwise):
     """filter_map(f): f applied, None results dropped (a singleton becomes empty)."""
 
     __slots__ = ()
-
-    @staticmethod
-    def per_element(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        def one(x: Any) -> Any:
-            r = f(x)
-            return _DROP if r is None else r
-
-        return one
+    KERNELS = (kernels.filter_map_values, kernels.filter_map_keyed)
 
 
 @evaluator(n.FlatMap)
-class FlatMapOp(Stateless):
-    """flat_map(f): every element of f(x), in the iterable's order."""
+class FlatMapOp(_Elementwise):
+    """flat_map(f): every element of f(x), in the iterable's order (a singleton's: a stream)."""
 
     __slots__ = ()
+    KERNELS = (kernels.flat_map_values, kernels.flat_map_keyed)
 
-    def table(self) -> dict[Kind, Apply]:
-        return {Kind.STREAM: self._stream, Kind.KEYED_STREAM: self._keyed, Kind.SINGLETON: self._one, Kind.OPTIONAL: self._one}
+    def by_kind(self) -> dict[Kind, Kernel]:
+        values, keyed = self.KERNELS
 
-    def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for x in xs:
-                out.extend(f(x))
-        except Exception as e:
-            raise self.fail(w, x, e) from e
-        return out
+        def one(f: Callable[..., Any], v: Any) -> Any:
+            return [] if v is EMPTY else values(f, [v])
 
-    def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        f, out = self.f, []
-        try:
-            for kv in kvs:
-                out.extend([(kv[0], u) for u in f(kv[1])])
-        except Exception as e:
-            raise self.fail(w, kv, e) from e
-        return out
-
-    def _one(self, w: World, v: Any) -> list[Any]:
-        return [] if v is EMPTY else self._stream(w, [v])
+        return {Kind.STREAM: values, Kind.KEYED_STREAM: keyed, Kind.SINGLETON: one, Kind.OPTIONAL: one}
 
 
 @evaluator(n.Inspect)
-class InspectOp(Stateless):
+class InspectOp(_Elementwise):
     """inspect(f): call f on each element / value for its side effect."""
 
     __slots__ = ()
-
-    def table(self) -> dict[Kind, Apply]:
-        return {
-            Kind.STREAM: self._stream,
-            Kind.KEYED_STREAM: self._keyed,
-            Kind.SINGLETON: self._one,
-            Kind.OPTIONAL: self._one,
-            Kind.KEYED_SINGLETON: self._map,
-        }
-
-    def _stream(self, w: World, xs: list[Any]) -> list[Any]:
-        f = self.f
-        try:
-            for x in xs:
-                f(x)
-        except Exception as e:
-            raise self.fail(w, x, e) from e
-        return xs
-
-    def _keyed(self, w: World, kvs: list[Any]) -> list[Any]:
-        self._stream(w, [kv[1] for kv in kvs])
-        return kvs
-
-    def _one(self, w: World, v: Any) -> Any:
-        if v is not EMPTY:
-            self._stream(w, [v])
-        return v
-
-    def _map(self, w: World, d: dict[Any, Any]) -> dict[Any, Any]:
-        self._stream(w, list(d.values()))
-        return d
+    KERNELS = (kernels.inspect_values, kernels.inspect_keyed)
 
 
 @evaluator(n.UnwrapOr, n.IntoSingleton)
@@ -251,10 +204,10 @@ class IntoKeyedOp(Stateless):
         return {Kind.STREAM: self._pairs}
 
     def _pairs(self, w: World, xs: list[Any]) -> list[Any]:
-        for x in xs:
-            if type(x) is not tuple or len(x) != 2:
-                raise self.fail(w, x, TypeError("into_keyed() needs (key, value) tuples"))
-        return xs
+        try:
+            return kernels.split_pairs(xs)
+        except KernelError as e:
+            raise self.fail(w, e.element, e.cause) from e.cause
 
 
 @evaluator(n.Entries)
@@ -284,7 +237,7 @@ class IdentityOp(Stateless):
     __slots__ = ()
 
     def table(self) -> dict[Kind, Apply]:
-        same: Apply = lambda w, v: v  # noqa: E731
+        same: Apply = lambda w, v: v
         return {k: same for k in Kind}
 
 
@@ -298,11 +251,10 @@ class SortOp(Stateless):
         return {Kind.STREAM: self._sort}
 
     def _sort(self, w: World, xs: list[Any]) -> list[Any]:
-        key: Any = getattr(self.node, "key", None)
         try:
-            return sorted(xs, key=key)
-        except Exception as e:
-            raise self.fail(w, xs, e) from e
+            return kernels.sort_values(getattr(self.node, "key", None), xs)
+        except KernelError as e:
+            raise self.fail(w, e.element, e.cause) from e.cause
 
 
 @evaluator(n.Keys)

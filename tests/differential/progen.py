@@ -158,7 +158,7 @@ def generate(d: Draw, max_ops: int = 8) -> Program:
         prog.lines.append('ws = p.source("ws", str)')
         prog.vars.append(Var("ws", "stream", None, elem="str", source="ws"))
     ticks = ["t1", "t2"] if two_ticks else ["t1"]
-    if d.int(0, 3) == 0:
+    if d.bool():
         _aligned_pattern(prog, d)
     for _ in range(d.int(1, max_ops)):
         _one_op(prog, d, ticks)
@@ -167,18 +167,35 @@ def generate(d: Draw, max_ops: int = 8) -> Program:
 
 
 def _aligned_pattern(prog: Program, d: Draw) -> None:
-    """The align-point pattern: state of a source read consistently with its releases."""
+    """The align-point pattern: state of a source read consistently with its releases.
+
+    The state is one of: a fold and a count (zipped), a keyed fold, or a stream with state
+    over time (unique / enumerate) batched at the point and paired with a count. The
+    alignment pass moves it into t1 as *carried* nodes, whose state must survive batches."""
     src = prog.pick(d, lambda v: _top_stream(v) and v.source is not None and v.elem == "int")
     assert src is not None
     prog.lines.append("al = p.local_align_point()")
-    init, f, comm = d.choice(FOLDS)
-    acc = prog.new(f"{src.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", None)
-    cnt = prog.new(f"{src.name}.count()", "single", None)
     rel = prog.new(f"{src.name}.release_aligned(al)", "stream", None, source=src.source)
     prog.sinks.append(f'{rel.name}.sink("ack")')
-    a = prog.new(f"{acc.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
-    b = prog.new(f"{cnt.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
-    prog.new(f"{a.name}.zip({b.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
+    cnt = prog.new(f"{src.name}.count()", "single", None)
+    c = prog.new(f"{cnt.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
+    what = d.int(0, 2)
+    if what == 0:
+        init, f, comm = d.choice(FOLDS)
+        acc = prog.new(f"{src.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", None)
+        a = prog.new(f"{acc.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
+        out = prog.new(f"{a.name}.zip({c.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
+        prog.sinks.append(f'{out.name}.into_stream().all_ticks().sink("aligned")')
+    elif what == 1:
+        kf = prog.new(f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None)
+        k = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1")
+        prog.sinks.append(f'{k.name}.entries().all_ticks().sink("aligned")')
+    else:
+        over = "unique()" if d.bool() else "enumerate().map(lambda t: t[0] * 100 + t[1])"
+        u = prog.new(f"{src.name}.{over}", "stream", None, source=src.source)
+        b = prog.new(f"{u.name}.batch_aligned(t1, al, ND)", "stream", "t1")
+        out = prog.new(f"{b.name}.cross_singleton({c.name}).map(lambda t: t[0] * 1000 + t[1])", "stream", "t1")
+        prog.sinks.append(f'{out.name}.all_ticks().sink("aligned")')
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
@@ -386,10 +403,10 @@ def _sinks(prog: Program, d: Draw) -> None:
     prog.lines.extend(prog.sinks)
 
 
-def inputs(d: Draw, ports: Sequence[str], steps: int = 3) -> list[dict[str, list[Any]]]:
+def inputs(d: Draw, ports: Sequence[str], steps: int = 4) -> list[dict[str, list[Any]]]:
     """Random inputs split into steps (each step is written, then Spark processes it)."""
     out: list[dict[str, list[Any]]] = []
-    for _ in range(d.int(1, steps)):
+    for _ in range(d.int(2, steps)):
         step: dict[str, list[Any]] = {}
         for port in ports:
             n = d.int(0, 4)

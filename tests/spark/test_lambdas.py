@@ -1,17 +1,26 @@
-"""Lambda translation: native Column expressions must compute exactly what Python computes."""
+"""Lambda translation: native Column expressions must compute exactly what the kernels compute.
+
+The kernels (`hydrolite.kernels`) define what map / filter / filter_map / flat_map mean; the
+native translation (`lambdas.translate` + `ops._native`) is an optimisation of the same
+operator and is checked here against the kernel, element by element and in order.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from hydrolite import kernels
 from hydrolite.planner.spark.lambdas import NotTranslatable, TExpr, function_ast, translate
-from hydrolite.planner.spark.types import HType, from_python
+from hydrolite.planner.spark.ops import _native
+from hydrolite.planner.spark.ports import collect_values
+from hydrolite.planner.spark.types import HType, ListT, OptT, Prim, from_python
 from hydrolite.planner.spark.values import frame_of
 
 pytestmark = pytest.mark.spark
@@ -89,11 +98,62 @@ def run_native(spark: SparkSession, f: Callable[..., Any], t: HType, values: lis
     return [te.t.decode(r["r"]) for r in rows]
 
 
+class _Names:
+    """The part of a BatchCtx the native operators use: fresh column names."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def fresh(self, prefix: str = "_o") -> str:
+        self.n += 1
+        return f"{prefix}9{self.n}"
+
+
+#: operator -> its kernel (the definition the native form must agree with)
+KERNELS: dict[str, Callable[[Callable[..., Any], list[Any]], list[Any]]] = {
+    "map": kernels.map_values,
+    "filter": kernels.filter_values,
+    "filter_map": kernels.filter_map_values,
+    "flat_map": kernels.flat_map_values,
+}
+
+
+def native_kinds(te: TExpr) -> list[str]:
+    """The operators whose native form applies to a function translated as `te` (map
+    always; filter for bool results, filter_map for optional ones, flat_map for lists)."""
+    kinds = ["map"]
+    if te.t == Prim(bool):
+        kinds.append("filter")
+    if isinstance(te.t, OptT):
+        kinds.append("filter_map")
+    if isinstance(te.t, ListT):
+        kinds.append("flat_map")
+    return kinds
+
+
+def run_native_op(spark: SparkSession, kind: str, f: Callable[..., Any], t: HType, values: list[Any]) -> list[Any]:
+    """The operator's native (Column) form over `values`, collected in the stream's order."""
+    te = translate(f, [TExpr(F.col("v"), t)])
+    return collect_values(_native(_Names(), kind, te, frame_of(spark, values, t)))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("name, f, ty, values", CASES, ids=[c[0] for c in CASES])
-def test_native_translation_matches_python(name: str, f: Callable[..., Any], ty: Any, values: list[Any], spark: SparkSession) -> None:
+def test_native_translation_matches_the_kernel(name: str, f: Callable[..., Any], ty: Any, values: list[Any], spark: SparkSession) -> None:
     t = from_python(ty)
     assert t is not None
-    assert run_native(spark, f, t, values) == [f(v) for v in values]
+    assert run_native(spark, f, t, values) == kernels.map_values(f, values)
+    for kind in native_kinds(translate(f, [TExpr(F.col("v"), t)])):
+        assert run_native_op(spark, kind, f, t, values) == KERNELS[kind](f, values), kind
+
+
+def test_every_native_operator_form_is_checked(spark: SparkSession) -> None:
+    """The cases above reach the native form of each element-wise operator."""
+    reached: set[str] = set()
+    for _, f, ty, _ in CASES:
+        t = from_python(ty)
+        assert t is not None
+        reached.update(native_kinds(translate(f, [TExpr(F.col("v"), t)])))
+    assert reached == set(KERNELS)
 
 
 NOT_NATIVE: list[tuple[str, Callable[..., Any], Any]] = [

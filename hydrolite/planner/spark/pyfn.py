@@ -2,12 +2,13 @@
 
 Every function here returns a callable for `DataFrame.mapInArrow` or
 `GroupedData.applyInArrow`: Spark ships Arrow batches to a Python worker, the element
-column is decoded once per batch (`to_pylist` + `HType.decode`), the user function is
-called per element, and the results are encoded back into one Arrow array. No
-row-at-a-time `@udf` is ever used.
+column is decoded once per batch (`to_pylist` + `HType.decode`), the operator's kernel
+(`hydrolite.kernels`, the definition the simulator runs too) computes the results, and
+they are encoded back into one Arrow array. This module is only that plumbing: no
+operator semantics are written here. No row-at-a-time `@udf` is ever used.
 
-A failing function (or a result of the wrong type) raises `UserFunctionError` naming the
-operator, the user's file:line, the element and the batch id.
+A failing function (`KernelError` from the kernel, or a result of the wrong type) raises
+`UserFunctionError` naming the operator, the user's file:line, the element and the batch id.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ import pickle
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain, compress
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
+from ... import kernels
+from ...kernels import KernelError
 from .errors import UserFunctionError
 from .types import HType
 
@@ -59,11 +63,9 @@ class FnSite:
         return UserFunctionError(self.op, self.file, self.line, element, self.batch_id, self.stage, exc, self.fn_at)
 
 
-def _call(site: FnSite, f: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return f(*args)
-    except Exception as exc:  # reported with the operator, line, element and batch
-        raise site.fail(args[0] if len(args) == 1 else args, exc) from exc
+def _failed(site: FnSite, e: KernelError) -> UserFunctionError:
+    """The worker's error for a failing kernel (raise it `from e.cause`)."""
+    return site.fail(e.element, e.cause)
 
 
 def _encode_array(site: FnSite, t: HType, values: list[Any], elements: list[Any]) -> Any:
@@ -83,74 +85,83 @@ def _replace(batch: Any, name: str, array: Any) -> Any:
     return batch.set_column(i, pa.field(name, array.type), array)
 
 
-def elementwise(kind: str, f: Callable[..., Any], in_t: HType, out_t: HType, site: FnSite, extra_order: str | None = None) -> ArrowFn:
-    """map / filter / filter_map / flat_map / inspect over the `v` column (other columns pass through)."""
+def _decode_v(rb: Any, in_t: HType) -> list[Any]:
+    return [in_t.decode(x) for x in rb.column(rb.schema.get_field_index("v")).to_pylist()]
+
+
+def _keyed_failure(site: FnSite, e: KernelError, rb: Any, kt: HType | None) -> UserFunctionError:
+    """A failure on a keyed frame's value names the (key, value) pair, as the keyed kernels do."""
+    i = rb.schema.get_field_index("k")
+    if kt is None or i < 0 or e.index < 0:
+        return _failed(site, e)
+    return site.fail((kt.decode(rb.column(i)[e.index].as_py()), e.element), e.cause)
+
+
+def elementwise(kind: str, f: Callable[..., Any], in_t: HType, out_t: HType, site: FnSite, extra_order: str | None = None, kt: HType | None = None) -> ArrowFn:
+    """map / filter / filter_map / flat_map / inspect over the `v` column (other columns pass
+    through): the operator's kernel (`hydrolite.kernels`) on the decoded values. For a keyed
+    frame, pass `kt` so that a failure names the (key, value) pair like the simulator's."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
-            xs = [in_t.decode(x) for x in rb.column(rb.schema.get_field_index("v")).to_pylist()]
-            if kind == "inspect":
-                for x in xs:
-                    _call(site, f, x)
-                yield rb
-            elif kind == "map":
-                ys = [_call(site, f, x) for x in xs]
-                yield _replace(rb, "v", _encode_array(site, out_t, ys, xs))
-            elif kind == "filter":
-                mask = [bool(_call(site, f, x)) for x in xs]
-                yield rb.filter(pa.array(mask, type=pa.bool_()))
-            elif kind == "filter_map":
-                ys = [_call(site, f, x) for x in xs]
-                keep = [i for i, y in enumerate(ys) if y is not None]
-                out = rb.take(pa.array(keep, type=pa.int64()))
-                yield _replace(out, "v", _encode_array(site, out_t, [ys[i] for i in keep], [xs[i] for i in keep]))
-            elif kind == "flat_map":
-                idx: list[int] = []
-                pos: list[int] = []
-                ys = []
-                for i, x in enumerate(xs):
-                    for j, y in enumerate(_iterate(site, f, x)):
-                        idx.append(i)
-                        pos.append(j)
-                        ys.append(y)
-                taken = rb.take(pa.array(idx, type=pa.int64()))
-                names = [c for c in taken.schema.names if c != "v"]
-                arrays = [taken.column(taken.schema.get_field_index(c)) for c in names]
-                if extra_order is not None:  # the declared schema has the position before `v`
-                    names.append(extra_order)
-                    arrays.append(pa.array(pos, type=pa.int64()))
-                names.append("v")
-                arrays.append(_encode_array(site, out_t, ys, [xs[i] for i in idx]))
-                yield pa.RecordBatch.from_arrays(arrays, names=names)
-            else:
-                raise ValueError(kind)
+            try:
+                out = _one_batch(kind, f, rb, _decode_v(rb, in_t), out_t, site, extra_order)
+            except KernelError as e:
+                raise _keyed_failure(site, e, rb, kt) from e.cause
+            yield out
 
     return run
 
 
-def _iterate(site: FnSite, f: Callable[..., Any], x: Any) -> list[Any]:
-    try:
-        return list(f(x))
-    except Exception as exc:  # reported with the operator, line, element and batch
-        raise site.fail(x, exc) from exc
+def _one_batch(kind: str, f: Callable[..., Any], rb: Any, xs: list[Any], out_t: HType, site: FnSite, extra_order: str | None) -> Any:
+    if kind == "inspect":
+        kernels.inspect_values(f, xs)
+        return rb
+    if kind == "map":
+        return _replace(rb, "v", _encode_array(site, out_t, kernels.map_values(f, xs), xs))
+    if kind == "filter":
+        return rb.filter(pa.array(kernels.filter_mask(f, xs), type=pa.bool_()))
+    if kind == "filter_map":
+        kept, ys = kernels.filter_map_results(f, xs)
+        out = rb.filter(pa.array(kept, type=pa.bool_()))
+        return _replace(out, "v", _encode_array(site, out_t, list(compress(ys, kept)), list(compress(xs, kept))))
+    if kind == "flat_map":
+        groups = kernels.flat_map_groups(f, xs)
+        idx = [i for i, ys in enumerate(groups) for _ in ys]
+        taken = rb.take(pa.array(idx, type=pa.int64()))
+        names = [c for c in taken.schema.names if c != "v"]
+        arrays = [taken.column(taken.schema.get_field_index(c)) for c in names]
+        if extra_order is not None:  # the declared schema has the position before `v`
+            names.append(extra_order)
+            arrays.append(pa.array([j for ys in groups for j in range(len(ys))], type=pa.int64()))
+        names.append("v")
+        arrays.append(_encode_array(site, out_t, list(chain.from_iterable(groups)), [xs[i] for i in idx]))
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+    raise ValueError(kind)
+
+
+def _whole_table(batches: Iterator[Any], order_cols: list[str]) -> Any:
+    """One partition's batches as one table, in the stream's order (None when empty)."""
+    rbs = list(batches)
+    if not rbs:
+        return None
+    table = pa.Table.from_batches(rbs)
+    return table.sort_by([(c, "ascending") for c in order_cols]) if order_cols else table
 
 
 def sort_whole(key: Callable[[Any], Any] | None, in_t: HType, site: FnSite, order_cols: list[str], out_col: str) -> ArrowFn:
-    """Sort one partition holding the whole batch by a Python key; emit the rank as `out_col`."""
+    """Sort one partition holding the whole batch by a Python key (`kernels.sort_order`);
+    emit the rank as `out_col`."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        rbs = list(batches)
-        if not rbs:
+        table = _whole_table(batches, order_cols)
+        if table is None:
             return
-        table = pa.Table.from_batches(rbs)
-        if order_cols:
-            table = table.sort_by([(c, "ascending") for c in order_cols])
         xs = [in_t.decode(x) for x in table.column("v").to_pylist()]
-        keys = [_call(site, key, x) if key is not None else x for x in xs]
         try:
-            ranks = sorted(range(len(xs)), key=lambda i: keys[i])
-        except TypeError as exc:
-            raise site.fail(xs[0] if xs else None, exc) from exc
+            ranks = kernels.sort_order(key, xs)
+        except KernelError as e:
+            raise _failed(site, e) from e.cause
         out = table.take(pa.array(ranks, type=pa.int64()))
         out = out.append_column(out_col, pa.array(range(len(ranks)), type=pa.int64()))
         yield from out.to_batches()
@@ -159,28 +170,24 @@ def sort_whole(key: Callable[[Any], Any] | None, in_t: HType, site: FnSite, orde
 
 
 def fold_global(f: Callable[[Any, Any], Any], start: Any, has_start: bool, in_t: HType, site: FnSite, order_cols: list[str]) -> ArrowFn:
-    """A sequential fold of one partition holding the whole batch; emits one pickled accumulator."""
+    """A sequential fold (`kernels.fold_values`) of one partition holding the whole batch;
+    emits one pickled accumulator and the number of elements folded."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        rbs = list(batches)
-        acc, has = start, has_start
-        n = 0
-        if rbs:
-            table = pa.Table.from_batches(rbs)
-            if order_cols:
-                table = table.sort_by([(c, "ascending") for c in order_cols])
-            for raw in table.column("v").to_pylist():
-                x = in_t.decode(raw)
-                acc = _call(site, f, acc, x) if has else x
-                has = True
-                n += 1
-        yield pa.RecordBatch.from_pydict({"acc": [pickle.dumps(acc, protocol=5)], "n": [n]}, schema=pa.schema([("acc", pa.binary()), ("n", pa.int64())]))
+        table = _whole_table(batches, order_cols)
+        xs = [] if table is None else [in_t.decode(x) for x in table.column("v").to_pylist()]
+        try:
+            _, acc = kernels.fold_values(f, start, has_start, xs)
+        except KernelError as e:
+            raise _failed(site, e) from e.cause
+        yield pa.RecordBatch.from_pydict({"acc": [pickle.dumps(acc, protocol=5)], "n": [len(xs)]}, schema=pa.schema([("acc", pa.binary()), ("n", pa.int64())]))
 
     return run
 
 
 def fold_keyed(f: Callable[[Any, Any], Any], starts: dict[Any, Any], init: Any, has_init: bool, kt: HType, in_t: HType, site: FnSite, order_cols: list[str]) -> Callable[[Any], Any]:
-    """Per key (one Arrow table per group): fold this batch's values from the stored accumulator."""
+    """Per key (one Arrow table per group): `kernels.fold_keyed` of this batch's values from
+    the stored accumulator (`starts`), else from init / the first value."""
 
     def run(table: Any) -> Any:
         if order_cols:
@@ -189,37 +196,30 @@ def fold_keyed(f: Callable[[Any, Any], Any], starts: dict[Any, Any], init: Any, 
         if not keys:
             return pa.table({"k": pa.array([], type=kt.arrow()), "acc": pa.array([], type=pa.binary())})
         key = kt.decode(keys[0])
-        if key in starts:
-            acc, has = starts[key], True
-        else:
-            acc, has = init, has_init
-        for raw in table.column("v").to_pylist():
-            x = in_t.decode(raw)
-            acc = _call(site, f, acc, x) if has else x
-            has = True
+        kvs = [(key, in_t.decode(raw)) for raw in table.column("v").to_pylist()]
+        try:
+            acc = kernels.fold_keyed(f, starts, init, has_init, kvs)[key]
+        except KernelError as e:
+            raise _failed(site, e) from e.cause
         return pa.table({"k": pa.array([keys[0]], type=kt.arrow()), "acc": pa.array([pickle.dumps(acc, protocol=5)], type=pa.binary())})
 
     return run
 
 
 def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
-    """Split elements that are (key, value) pairs into pickled `k` and `v` columns."""
+    """Split elements that are (key, value) tuples (`kernels.split_pairs`) into pickled `k`
+    and `v` columns."""
     from .types import OPAQUE
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
-            xs = [in_t.decode(x) for x in rb.column(rb.schema.get_field_index("v")).to_pylist()]
-            ks, vs = [], []
-            for x in xs:
-                try:
-                    k, v = x
-                except (TypeError, ValueError) as exc:
-                    raise site.fail(x, TypeError(f"expected a (key, value) pair: {exc}")) from exc
-                ks.append(OPAQUE.encode(k))
-                vs.append(OPAQUE.encode(v))
+            try:
+                pairs = kernels.split_pairs(_decode_v(rb, in_t))
+            except KernelError as e:
+                raise _failed(site, e) from e.cause
             out = rb.drop_columns(["v"]) if hasattr(rb, "drop_columns") else rb.select([c for c in rb.schema.names if c != "v"])
-            out = out.append_column("k", pa.array(ks, type=pa.binary()))
-            yield out.append_column("v", pa.array(vs, type=pa.binary()))
+            out = out.append_column("k", pa.array([OPAQUE.encode(k) for k, _ in pairs], type=pa.binary()))
+            yield out.append_column("v", pa.array([OPAQUE.encode(v) for _, v in pairs], type=pa.binary()))
 
     return run
 
