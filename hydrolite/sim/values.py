@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Final
 
 
@@ -24,24 +23,6 @@ class _Sentinel:
 EMPTY: Final = _Sentinel("EMPTY")  # an optional singleton without a value
 NOTHING: Final = _Sentinel("NOTHING")  # "no output" from a push (nothing to propagate)
 UNSET: Final = _Sentinel("UNSET")  # a singleton input that has produced no version yet
-
-_IMMUTABLE: frozenset[type] = frozenset({int, float, complex, str, bytes, bool, type(None), frozenset, range})
-
-
-def immutable(v: Any) -> bool:
-    """Whether `v` can be shared safely between versions (primitives and tuples of them)."""
-    t = type(v)
-    if t in _IMMUTABLE:
-        return True
-    if t is tuple:
-        return all(immutable(x) for x in v)
-    return False
-
-
-def fresh(v: Any) -> Any:
-    """A private copy of a fold's initial value, unless it is immutable."""
-    return v if immutable(v) else copy.deepcopy(v)
-
 
 def render(v: Any, limit: int = 8) -> str:
     """A short, deterministic rendering of a released value for traces."""

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...ir import nodes as n
+from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles
 from .lambdas import NotTranslatable, TExpr, literal, translate
@@ -121,41 +122,48 @@ def _arrow(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
     if pos is not None:
         fields.append(T.StructField(pos, T.LongType(), True))
     fields.append(T.StructField("v", out_t.spark(), True))
-    fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos)
+    fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos, sf.kt)
     df = map_in_arrow(base, fn, T.StructType(fields))
     order = (*sf.order, pos) if pos is not None else sf.order
     return SFrame(df.select(*order, *(["k"] if sf.keyed else []), "v"), out_t, sf.kt, order)
 
 
+def _kernel(ctx: BatchCtx, node: Any, kind: str, values: list[Any], keyed: bool = False) -> list[Any]:
+    """The operator's kernel (`hydrolite.kernels`) on driver-side values; failures name the
+    operator, the user's line, the element and the batch, like the Arrow path's."""
+    table = KEYED_KERNELS if keyed else KERNELS
+    try:
+        return list(table[kind](node.f, values))
+    except KernelError as exc:
+        raise ctx.site(node).fail(exc.element, exc.cause) from exc
+
+
 def _apply_scalar(ctx: BatchCtx, node: Any, kind: str, x: Scalar) -> Val:
     if kind == "flat_map":
-        items = list(ctx.call(node, node.f, x.value)) if x.present else []
+        items = _kernel(ctx, node, kind, [x.value]) if x.present else []
         t = of_value(items[0]) if items else None
         return frame_of(ctx.spark, items, t if t is not None else _flat_item_type(node.f, x.t))
     if not x.present:
         return Scalar.empty(x.t if kind in ("filter", "inspect") else infer_result(node.f, [x.t]))
-    if kind == "inspect":
-        ctx.call(node, node.f, x.value)
-        return x
-    if kind == "filter":
-        return x if ctx.call(node, node.f, x.value) else Scalar.empty(x.t)
-    y = ctx.call(node, node.f, x.value)
+    out = _kernel(ctx, node, kind, [x.value])
+    if kind in ("filter", "inspect"):
+        return x if out else Scalar.empty(x.t)
+    if not out:  # filter_map dropped it
+        return Scalar.empty(infer_result(node.f, [x.t]))
+    y = out[0]
     t = of_value(y) if y is not None else None
-    t = t if t is not None else infer_result(node.f, [x.t])
-    if kind == "filter_map" and y is None:
-        return Scalar.empty(t)
-    return Scalar(True, y, t)
+    return Scalar(True, y, t if t is not None else infer_result(node.f, [x.t]))
 
 
 def _apply_store_table(ctx: BatchCtx, node: Any, kind: str, x: KTable) -> KTable:
-    f = node.f
-    if kind == "map":
-        return x.with_transform(lambda k, v: (True, ctx.call(node, f, v)), infer_result(f, [x.vt]))
-    if kind == "filter":
-        return x.with_transform(lambda k, v: (bool(ctx.call(node, f, v)), v), x.vt)
-    if kind == "inspect":
-        return x.with_transform(lambda k, v: (True, (ctx.call(node, f, v), v)[1]), x.vt)
-    raise unsupported(node, "on a keyed singleton", "use map() or filter()")
+    if kind not in ("map", "filter", "inspect"):
+        raise unsupported(node, "on a keyed singleton", "use map() or filter()")
+
+    def view(k: Any, v: Any) -> tuple[bool, Any]:
+        out = _kernel(ctx, node, kind, [(k, v)], keyed=True)
+        return (True, out[0][1]) if out else (False, v)
+
+    return x.with_transform(view, infer_result(node.f, [x.vt]) if kind == "map" else x.vt)
 
 
 # ------------------------------------------------------------------ leaves and pass-through

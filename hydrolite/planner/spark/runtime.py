@@ -36,6 +36,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
+from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import BadDataError, SparkRunError, site_of
 from .exec import BatchCtx, evaluate, stage_keys
@@ -223,12 +224,11 @@ class StageRunner:
                 values = collect_values(sf.with_df(sf.df.limit(100_000)))
             except Exception:  # its own input fails too: an upstream operator is to blame
                 continue
-            for x in values:
-                v = x[1] if sf.keyed else x
-                try:
-                    node.f(v)
-                except Exception as err:  # the failing element, reported like a Python fallback's
-                    return ctx.site(node).fail(v, err)
+            table = KEYED_KERNELS if sf.keyed else KERNELS
+            try:
+                table[node.op](node.f, values)
+            except KernelError as err:  # the failing element, reported like a Python fallback's
+                return ctx.site(node).fail(err.element, err.cause)
         return None
 
     def _hook(self, point: str, batch_id: int) -> None:
