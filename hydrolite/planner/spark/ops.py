@@ -18,8 +18,19 @@ from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles
 from .lambdas import NotTranslatable, TExpr, literal, translate
-from .pyfn import elementwise, map_in_arrow, sort_whole, split_pairs
-from .types import OPAQUE, HType, ListT, NoneT, OptT, Prim, TupleT, infer_result, of_value, strip_optional
+from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
+from .types import (
+    OPAQUE,
+    HType,
+    ListT,
+    NoneT,
+    OptT,
+    Prim,
+    TupleT,
+    infer_result,
+    of_value,
+    strip_optional,
+)
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
 BOOL = Prim(bool)
@@ -295,14 +306,31 @@ def cross_product(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     return SFrame(df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt)))
 
 
+def common_type(a: HType, b: HType) -> HType:
+    """One encoding for values compared or combined across two frames: theirs when equal,
+    else pickled (a key computed in Python and a natively typed key must still match)."""
+    return a if a == b or a.spark() == b.spark() else OPAQUE
+
+
+def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
+    """`df` with column `col` re-encoded from `have` to `want` (no-op when they agree)."""
+    if have == want or have.spark() == want.spark():
+        return df
+    schema = T.StructType([T.StructField(f.name, want.spark(), True) if f.name == col else f for f in df.schema.fields])
+    return map_in_arrow(df, reencode({col: (have, want)}), schema)
+
+
 @handles(n.Join)
 def join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
-    r_df, _, rv = pairs(ctx, node, sframe(args[1], node))
-    df = l_df.select("k", F.col("v").alias("_l")).join(r_df.select("k", F.col("v").alias("_r")), "k")
+    r_df, rk, rv = pairs(ctx, node, sframe(args[1], node))
+    kt = common_type(lk, rk)
+    left = encoded(l_df.select("k", F.col("v").alias("_l")), "k", lk, kt)
+    right = encoded(r_df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", rk, kt)
+    df = left.join(right, left["k"].eqNullSafe(right["_rk"]))  # None keys match, as in Python
     v = F.struct(F.col("k").alias("_1"), F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("_2"))
-    return SFrame(df.select(v.alias("v")), TupleT((lk, TupleT((lv, rv)))))
+    return SFrame(df.select(v.alias("v")), TupleT((kt, TupleT((lv, rv)))))
 
 
 @handles(n.AntiJoin)
@@ -310,20 +338,14 @@ def anti_join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     if not node.left.meta.in_tick:
         raise unsupported(node, "at top level", "batch() the stream into a tick first")
     left = sframe(args[0], node)
-    l_df, _, _ = pairs(ctx, node, left)
-    right = sframe(args[1], node).df.select(F.col("v").alias("_key"))
+    l_df, lk, lv = pairs(ctx, node, left)
+    keys = sframe(args[1], node)
+    kt = common_type(lk, keys.vt)
+    l_df = encoded(l_df, "k", lk, kt)
+    right = encoded(keys.df.select(F.col("v").alias("_key")), "_key", keys.vt, kt)
     kept = l_df.join(right, l_df["k"].eqNullSafe(right["_key"]), "left_anti")
-    assert isinstance(left.vt, TupleT)
-    return SFrame(kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")), left.vt, None, left.order)
-
-
-def _same_type(node: n.Node, a: SFrame, b: SFrame) -> HType:
-    if a.vt == b.vt or a.vt.spark() == b.vt.spark():
-        return a.vt
-    raise SparkRunError(
-        f"{site_of(node)}: {node.op}() combines elements of different types "
-        f"({a.vt.describe()} and {b.vt.describe()})\n  fix: map both sides to one element type first"
-    )
+    kept = encoded(kept, "k", kt, lk)  # the kept pairs keep their own key type
+    return SFrame(kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")), TupleT((lk, lv)), None, left.order)
 
 
 def _orders(a: SFrame, width: int) -> list[Column]:
@@ -333,21 +355,26 @@ def _orders(a: SFrame, width: int) -> list[Column]:
 @handles(n.Chain)
 def chain(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
-    vt = _same_type(node, a, b)
+    vt = common_type(a.vt, b.vt)
     width = max(len(a.order), len(b.order))
     tag = ctx.fresh("_c")
     names = tuple(f"_m{i}" for i in range(width))
-    da = a.df.select(F.lit(0).alias(tag), *_orders(a, width), "v")
-    db = b.df.select(F.lit(1).alias(tag), *_orders(b, width), F.col("v").cast(vt.spark()).alias("v"))
-    return SFrame(da.unionByName(db), vt, None, (tag, *names))
+    da = encoded(a.df.select(F.lit(0).alias(tag), *_orders(a, width), "v"), "v", a.vt, vt)
+    db = encoded(b.df.select(F.lit(1).alias(tag), *_orders(b, width), "v"), "v", b.vt, vt)
+    return SFrame(da.unionByName(db.select(*da.columns)), vt, None, (tag, *names))
 
 
 @handles(n.MergeUnordered)
 def merge_unordered(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
-    vt = _same_type(node, a, b)
+    vt = common_type(a.vt, b.vt)
     keyed = ["k"] if a.keyed else []
-    return SFrame(a.df.select(*keyed, "v").unionByName(b.df.select(*keyed, F.col("v").cast(vt.spark()).alias("v"))), vt, a.kt)
+    da, db = encoded(a.df.select(*keyed, "v"), "v", a.vt, vt), encoded(b.df.select(*keyed, "v"), "v", b.vt, vt)
+    kt = a.kt
+    if a.kt is not None and b.kt is not None:
+        kt = common_type(a.kt, b.kt)
+        da, db = encoded(da, "k", a.kt, kt), encoded(db, "k", b.kt, kt)
+    return SFrame(da.unionByName(db), vt, kt)
 
 
 @handles(n.KeyedLookup)
@@ -356,13 +383,14 @@ def keyed_lookup(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     table = args[1]
     assert isinstance(table, KTable) and left.kt is not None
     if table.frame is not None:
-        right = table.frame
-    else:
+        assert table.frame.kt is not None
+        r = encoded(table.frame.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", table.frame.kt, left.kt)
+    else:  # found keys are encoded like the stream's keys, whatever the table's key type
         keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
         found = table.lookup(keys)
-        right = frame_of(ctx.spark, list(found.values()), table.vt, list(found), table.kt, ordered=False)
+        right = frame_of(ctx.spark, list(found.values()), table.vt, list(found), left.kt, ordered=False)
+        r = right.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r"))
     how = "left" if node.keep_missing else "inner"
-    r = right.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r"))
     df = left.df.join(r, left.df["k"].eqNullSafe(r["_rk"]), how)
     rt = OptT(table.vt) if node.keep_missing and not isinstance(table.vt, OptT) else table.vt
     v = F.struct(F.col("v").alias("_1"), F.col("_r").alias("_2"))

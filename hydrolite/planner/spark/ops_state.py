@@ -161,8 +161,9 @@ def _keyed_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: An
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
     rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
     updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
-    sample = next(iter(updates.values()), init)
-    vt = _acc_type(sample, acc_t)
+    # the accumulator type from a value of this batch; without one, the declared type (a
+    # reduce has no init: typing the stored values from `None` would read them all as None)
+    vt = _acc_type(next(iter(updates.values())), acc_t) if updates else acc_t
     if carried:
         ctx.state.put_many(ctx.key(node), updates)
         return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)

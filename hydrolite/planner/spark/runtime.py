@@ -40,7 +40,7 @@ from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import BadDataError, SparkRunError, site_of
 from .exec import BatchCtx, evaluate, stage_keys
-from .ports import ChannelOutput, FeedInput, FileInput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
+from .ports import ChannelOutput, FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
 from .remap import RemapLog
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
@@ -286,14 +286,7 @@ class StageRunner:
             self._hook("before_state", batch_id)
             state.commit()
             self._hook("before_outputs", batch_id)
-            for j, sink in enumerate(self.stage.sinks):
-                if j:
-                    self._hook("between_sinks", batch_id)
-                sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
-                rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
-                record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
-                if rows is not None:
-                    self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
+            self._write_sinks(ctx, batch_id)
             for ch in self.stage.channels_out:
                 self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id)
             self._hook("after_sinks", batch_id)
@@ -304,6 +297,56 @@ class StageRunner:
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
+
+    def _write_sinks(self, ctx: BatchCtx, batch_id: int) -> None:
+        """Write every sink of the batch (each idempotent by batch id).
+
+        File sinks are independent Spark jobs: they run concurrently (one inheritable thread
+        each, so Spark's per-query properties follow them), which hides each job's fixed
+        driver-side cost; other sinks (memory, callbacks, console) run in order, in this
+        thread. A crash between two sinks (`between_sinks`) is the same as before: the batch
+        is not committed and its replay rewrites every sink."""
+        sinks = self.stage.sinks
+        files = [k for k in sinks if isinstance(self.runner.outputs[k.port], FileOutput)]
+        threads: list[Any] = []
+        errors: list[BaseException] = []
+        if len(files) > 1:
+            from pyspark.util import InheritableThread
+
+            def run(sink: n.Sink) -> None:
+                try:
+                    self._write_sink(sink, ctx, batch_id)
+                except BaseException as exc:  # re-raised in the batch's own thread below
+                    errors.append(exc)
+
+            threads = [InheritableThread(target=run, args=(k,), name=f"hydrolite-sink-{k.port}") for k in files]
+            for t in threads:
+                t.start()
+        try:
+            done = 0
+            for sink in sinks:
+                if threads and sink in files:
+                    continue
+                if done:
+                    self._hook("between_sinks", batch_id)
+                self._write_sink(sink, ctx, batch_id)
+                done += 1
+            if threads:
+                threads[0].join()
+                if done or len(threads) > 1:
+                    self._hook("between_sinks", batch_id)
+        finally:
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
+
+    def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
+        sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
+        rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
+        record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
+        if rows is not None:
+            self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
 
     def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
         vt, kt = self.runner.channel_types[ch.name]

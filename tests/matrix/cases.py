@@ -1,0 +1,641 @@
+"""The operator cases, one `case(...)` each: what they exercise, and their expected outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import hydrolite as hl
+from hydrolite.ir import nodes as n
+from hydrolite.planner.spark.errors import SparkRunError
+from hydrolite.planner.spark.stages import SparkPlanError
+
+from . import (
+    ALIGNED,
+    ANY,
+    CASES,
+    ORDER,
+    VERSION,
+    Client,
+    Harness,
+    Proc,
+    Scenario,
+    batch_of_lists,
+    case,
+    each,
+    noop,
+    numbered,
+    sinks,
+    versions,
+    yields,
+    zipped_versions,
+)
+
+__all__ = ["CASES"]
+
+
+# ---------------------------------------------------------------- streams, element-wise
+def _elementwise(s: Any) -> dict[str, Any]:
+    return {  # filter() by a truthy int, not a bool
+        "map": s.map(lambda x: x * 10), "filter": s.filter(lambda x: x % 2), "filter_map": s.filter_map(lambda x: x * 2 if x > 1 else None),
+        "flat_map_ordered": s.flat_map_ordered(lambda x: [x] * x), "flat_map_unordered": s.flat_map_unordered(lambda x: {x, -x}), "inspect": s.inspect(noop),
+    }
+
+
+def _elementwise_run(s: Harness) -> None:
+    s.sender("in").send_many([1, 2, 3])  # element-wise: the same outputs under every batching
+    want = {"map": [10, 20, 30], "filter": [1, 3], "filter_map": [4, 6], "flat_map_ordered": [1, 2, 2, 3, 3, 3], "inspect": [1, 2, 3]}
+    yields(s, {**want, "flat_map_unordered": [1, -1, 2, -2, 3, -3]}, unordered={"flat_map_unordered"})
+    s.sender("in").send(4)
+    yields(s, {"map": [40], "filter_map": [8], "flat_map_ordered": [4] * 4, "inspect": [4], "flat_map_unordered": [4, -4]}, unordered={"flat_map_unordered"})
+
+
+_ELEMENTWISE = (n.Source, n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect, n.Sink)
+case("stream-elementwise-tick", lambda p: sinks(_elementwise(p.source("in", int).batch(p.tick(), ANY))), *_ELEMENTWISE, n.Batch, n.AllTicks)(_elementwise_run)
+case("stream-elementwise-top", lambda p: sinks(_elementwise(p.source("in", int))), *_ELEMENTWISE)(_elementwise_run)
+
+
+# ---------------------------------------------------------------- streams, aggregation
+def _aggregates(s: Any) -> dict[str, Any]:
+    return {
+        "fold": s.fold(0, lambda a, x: a * 10 + x), "fold_commutative": s.fold_commutative(0, lambda a, x: a + x), "reduce": s.reduce(lambda a, x: a - x),
+        "reduce_commutative": s.reduce_commutative(lambda a, x: max(a, x)), "count": s.count(), "first": s.first(), "last": s.last(),
+    }
+
+
+def _aggregates_tick(p: Proc) -> None:
+    b = batch_of_lists(p)[1]
+    sinks({**_aggregates(b), "fold_list": b.fold([], lambda a, x: [*a, x])})
+
+
+@case("stream-aggregates-tick", _aggregates_tick, n.Fold, n.Reduce, n.Count, n.First, n.Last, n.IntoStream)
+def _aggregates_tick_run(s: Harness) -> None:
+    s.sender("xs").send([3, 1, 2])
+    yields(s, {"fold": [312], "fold_commutative": [6], "reduce": [0], "reduce_commutative": [3], "count": [3], "first": [3], "last": [2], "fold_list": [[3, 1, 2]]})
+    s.sender("xs").send([])  # an empty batch: folds give their init, the optional ones nothing
+    yields(s, {"fold": [0], "fold_commutative": [0], "count": [0], "fold_list": [[]]})
+    s.sender("xs").send([5])
+    yields(s, {"fold": [5], "fold_commutative": [5], "reduce": [5], "reduce_commutative": [5], "count": [1], "first": [5], "last": [5], "fold_list": [[5]]})
+
+
+def _order_tick(p: Proc) -> None:
+    b = batch_of_lists(p)[1]
+    sinks({"enumerate": b.enumerate(), "unique": b.unique(), "sort": b.sort(), "sort_key": b.sort(key=lambda x: -x)})
+
+
+@case("stream-enumerate-unique-sort-tick", _order_tick, n.Enumerate, n.Unique, n.Sort)
+def _order_tick_run(s: Harness) -> None:
+    s.sender("xs").send([3, 1, 3, 2])
+    yields(s, {"enumerate": [(0, 3), (1, 1), (2, 3), (3, 2)], "unique": [3, 1, 2], "sort": [1, 2, 3, 3], "sort_key": [3, 3, 2, 1]})
+    s.sender("xs").send([2, 2])  # a new tick: indices restart, unique is per batch
+    yields(s, {"enumerate": [(0, 2), (1, 2)], "unique": [2], "sort": [2, 2], "sort_key": [2, 2]})
+
+
+def _zipped_top(*names: str) -> Callable[[Proc], None]:
+    """The named aggregates of a top-level stream, zipped into one snapshot (one choice per run)."""
+
+    def body(p: Proc) -> None:
+        aggs = _aggregates(p.source("in", int))
+        zipped = aggs[names[0]]
+        for name in names[1:]:
+            zipped = zipped.zip(aggs[name])
+        zipped.snapshot(p.tick(), VERSION).into_stream().all_ticks().sink("aggregates")
+
+    return body
+
+
+def _zipped_top_run(*parts: list[Any]) -> Scenario:
+    def run(s: Harness) -> None:
+        s.sender("in").send_many([3, 1])
+        zipped_versions(s, "aggregates", *[v[:-1] for v in parts])
+        s.sender("in").send(2)  # state across steps
+        zipped_versions(s, "aggregates", *[v[-2:] for v in parts])
+
+    return run
+
+
+case("stream-folds-top", _zipped_top("fold", "fold_commutative", "count"), n.Fold, n.Count, n.Zip, n.Snapshot)(
+    _zipped_top_run([0, 3, 31, 312], [0, 3, 4, 6], [0, 1, 2, 3])
+)
+case("stream-reduces-top", _zipped_top("reduce", "reduce_commutative", "first", "last"), n.Reduce, n.First, n.Last, n.Zip)(
+    _zipped_top_run([3, 2, 0], [3, 3, 3], [3, 3, 3], [3, 1, 2])
+)
+
+
+def _order_top(p: Proc) -> None:
+    src = p.source("in", int)
+    sinks({"enumerate": src.enumerate(), "unique": src.unique()})
+
+
+@case("stream-enumerate-unique-top", _order_top, n.Enumerate, n.Unique)
+def _order_top_run(s: Harness) -> None:
+    s.sender("in").send_many([3, 1, 3])
+    yields(s, {"enumerate": [(0, 3), (1, 1), (2, 3)], "unique": [3, 1]})
+    s.sender("in").send_many([1, 2])  # state across steps: indices go on, 1 was seen
+    yields(s, {"enumerate": [(3, 1), (4, 2)], "unique": [2]})
+
+
+# ---------------------------------------------------------------- carried: top-level state read at an align point
+def _carried_fold_count(p: Proc) -> None:
+    nums = p.source("nums", int)
+    align, t = p.local_align_point(), p.tick()
+    total = nums.fold_commutative(0, lambda a, x: a + x).snapshot_aligned(t, align, ALIGNED)
+    count = nums.count().snapshot_aligned(t, align, ALIGNED)
+    nums.release_aligned(align).sink("ack")
+    total.zip(count).into_stream().all_ticks().sink("out")
+
+
+@case("carried-fold-count", _carried_fold_count, n.Fold, n.Count, n.Snapshot, n.ReleaseAligned, n.Zip)
+def _carried_fold_count_run(s: Harness) -> None:
+    """The production bug: a fold and a count of one source, aligned with its acks."""
+    s.sender("nums").send_many([1, 2, 3])
+    s.receiver("ack").assert_yields([1, 2, 3])
+    versions(s, {"out": [(1, 1), (3, 2), (6, 3)]})  # aligned: a sum always goes with its count
+    s.sender("nums").send(4)
+    s.receiver("ack").assert_yields([4])
+    versions(s, {"out": [(10, 4)]})  # the only read since the last one reflects the acked 4
+
+
+def _carried(p: Proc, keyed: bool, tables: Callable[[Any], dict[str, Any]]) -> None:
+    """Aggregates of a source, read by a query tick at the align point of the source's acks."""
+    src: Any = p.keyed_source("nums", str, int) if keyed else p.source("nums", int)
+    align, t = p.local_align_point(), p.tick()
+    (src.release_aligned(align).entries() if keyed else src.release_aligned(align)).sink("ack")
+    sinks({"batch_aligned": src.batch_aligned(t, align, ALIGNED)})  # the acked elements, once each
+    q = p.source("q", str).batch(t, ANY)
+    for name, table in tables(src).items():
+        snap = table.snapshot_aligned(t, align, ALIGNED)
+        sinks({name: q.map(lambda k: (k, None)).into_keyed().lookup_keyed_singleton(snap).entries() if keyed else q.cross_singleton(snap)})
+
+
+def _carried_aggregates(src: Any) -> dict[str, Any]:
+    return {**_aggregates(src), "count_map": src.count().map(lambda c: c * 100)}
+
+
+@case("carried-aggregates", lambda p: _carried(p, False, _carried_aggregates), n.Fold, n.Reduce, n.First, n.Last, n.Count, n.Map, n.CrossSingleton)
+def _carried_aggregates_run(s: Harness) -> None:
+    s.sender("nums").send_many([3, 1, 2])
+    s.receiver("ack").assert_yields([3, 1, 2])
+    s.receiver("batch_aligned").assert_yields([3, 1, 2])
+    s.sender("q").send("a")
+    want = {"fold": 312, "fold_commutative": 6, "reduce": 0, "reduce_commutative": 3, "count": 3, "first": 3, "last": 2, "count_map": 300}
+    yields(s, {name: [("a", v)] for name, v in want.items()})
+    s.sender("nums").send(4)
+    s.receiver("ack").assert_yields([4])
+    s.receiver("batch_aligned").assert_yields([4])
+    s.sender("q").send("b")
+    want = {"fold": 3124, "fold_commutative": 10, "reduce": -4, "reduce_commutative": 4, "count": 4, "first": 3, "last": 4, "count_map": 400}
+    yields(s, {name: [("b", v)] for name, v in want.items()})
+
+
+def _carried_keyed_tables(kv: Any) -> dict[str, Any]:
+    tables = {**_carried_aggregates(kv), "count_filter": kv.count().filter(lambda c: c > 1)}
+    del tables["reduce"]  # carried-keyed-reduce
+    return tables
+
+
+def _carried_keyed_run(want: Mapping[str, Any]) -> Scenario:
+    def run(s: Harness) -> None:
+        s.sender("nums").send_many([("a", 3), ("b", 2), ("a", 1)])
+        s.receiver("ack").assert_yields_unordered([("a", 3), ("b", 2), ("a", 1)])
+        s.receiver("batch_aligned").assert_yields_unordered([("a", 3), ("b", 2), ("a", 1)])
+        s.sender("q").send_many(["a", "z"])  # z: never sent, looked up as None
+        yields(s, {name: [("a", (None, v)), ("z", (None, None))] for name, v in want.items()}, unordered=want)
+
+    return run
+
+
+_KEYED_WANT = {"fold": 31, "fold_commutative": 4, "reduce_commutative": 3, "count": 2, "first": 3, "last": 1, "count_map": 200, "count_filter": 2}
+case("carried-keyed", lambda p: _carried(p, True, _carried_keyed_tables), n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Map, n.Filter, n.KeyedLookup)(
+    _carried_keyed_run(_KEYED_WANT)
+)
+case(
+    "carried-keyed-reduce", lambda p: _carried(p, True, lambda kv: {"reduce": kv.reduce(lambda a, x: a - x)}), n.Reduce, n.KeyedLookup,
+)(_carried_keyed_run({"reduce": 2}))
+
+
+# ---------------------------------------------------------------- keyed streams and keyed singletons
+_KV = [("a", 1), ("b", 2), ("a", 3)]
+
+
+def _keyed_elementwise(kv: Any) -> dict[str, Any]:
+    return {
+        "map": kv.map(lambda v: v * 10), "filter": kv.filter(lambda v: v > 1).entries(), "filter_map": kv.filter_map(lambda v: -v if v != 2 else None),
+        "flat_map_ordered": kv.flat_map_ordered(lambda v: [v, v]), "flat_map_unordered": kv.flat_map_unordered(lambda v: {v, -v}),
+        "inspect": kv.inspect(noop), "values": kv.values(),
+    }
+
+
+_KEYED_ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect, n.Entries, n.Values)
+_KEYED_ELEMENTWISE_WANT: dict[str, list[Any]] = {
+    "map": [("a", 10), ("b", 20), ("a", 30)], "filter": [("b", 2), ("a", 3)], "filter_map": [("a", -1), ("a", -3)],
+    "flat_map_ordered": [("a", 1), ("a", 1), ("b", 2), ("b", 2), ("a", 3), ("a", 3)],
+    "flat_map_unordered": [("a", 1), ("a", -1), ("b", 2), ("b", -2), ("a", 3), ("a", -3)], "inspect": _KV, "values": [1, 2, 3],
+}
+
+
+@case("keyed-elementwise-tick", lambda p: sinks(_keyed_elementwise(p.keyed_source("kv", str, int).batch(p.tick(), ANY))), *_KEYED_ELEMENTWISE, n.Batch, n.AllTicks)
+def _keyed_elementwise_tick(s: Harness) -> None:
+    s.sender("kv").send_many(_KV)  # element-wise: the same outputs under every batching
+    yields(s, _KEYED_ELEMENTWISE_WANT, unordered=_KEYED_ELEMENTWISE_WANT)
+
+
+def _keyed_top(p: Proc) -> None:
+    kv = p.keyed_source("kv", str, int)
+    sinks({**_keyed_elementwise(kv), "enumerate": kv.enumerate(), "unique": kv.unique(), "keys": kv.keys()})
+
+
+@case("keyed-elementwise-top", _keyed_top, *_KEYED_ELEMENTWISE, n.Enumerate, n.Unique, n.Keys)
+def _keyed_top_run(s: Harness) -> None:
+    s.sender("kv").send_many(_KV)
+    want: dict[str, list[Any]] = {**_KEYED_ELEMENTWISE_WANT, "enumerate": [("a", (0, 1)), ("b", (0, 2)), ("a", (1, 3))], "unique": _KV, "keys": ["a", "b"]}
+    yields(s, want, unordered=want)
+    s.sender("kv").send_many([("b", 2), ("c", 1), ("a", 1)])  # state across steps, per key
+    want = {"enumerate": [("b", (1, 2)), ("c", (0, 1)), ("a", (2, 1))], "unique": [("c", 1)], "keys": ["c"], "values": [2, 1, 1]}
+    yields(s, want, unordered=want)
+    for port in ("map", "filter", "filter_map", "flat_map_ordered", "flat_map_unordered", "inspect"):
+        s.receiver(port).collect()  # checked in the first step
+
+
+def _keyed_batch(p: Proc) -> tuple[hl.Tick[Any], Any]:
+    t, b = batch_of_lists(p, "kvs", tuple[str, int])
+    return t, b.into_keyed()
+
+
+def _keyed_aggregates_tick(p: Proc) -> None:
+    kv = _keyed_batch(p)[1]
+    sinks({**_aggregates(kv), "enumerate": kv.enumerate(), "unique": kv.unique(), "keys": kv.keys()})
+
+
+@case("keyed-aggregates-tick", _keyed_aggregates_tick, n.IntoKeyed, n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Enumerate, n.Unique, n.Keys)
+def _keyed_aggregates_tick_run(s: Harness) -> None:
+    s.sender("kvs").send([("a", 3), ("b", 2), ("a", 1), ("a", 3)])
+    want: dict[str, list[Any]] = {
+        "fold": [("a", 313), ("b", 2)], "fold_commutative": [("a", 7), ("b", 2)], "reduce": [("a", -1), ("b", 2)],
+        "reduce_commutative": [("a", 3), ("b", 2)], "count": [("a", 3), ("b", 1)], "first": [("a", 3), ("b", 2)], "last": [("a", 3), ("b", 2)],
+        "enumerate": [("a", (0, 3)), ("b", (0, 2)), ("a", (1, 1)), ("a", (2, 3))], "unique": [("a", 3), ("b", 2), ("a", 1)], "keys": ["a", "b"],
+    }
+    yields(s, want, unordered=want)
+    s.sender("kvs").send([("a", 3)])  # a new tick: tables are per tick, indices restart, unique is per batch
+    yields(s, {port: [("a", 3)] for port in want if port not in ("count", "enumerate", "keys")})
+    yields(s, {"count": [("a", 1)], "enumerate": [("a", (0, 3))], "keys": ["a"]})
+
+
+def _keyed_singleton_tick(p: Proc) -> None:
+    t, kv = _keyed_batch(p)
+    table = kv.count()
+    sinks({
+        "map": table.map(lambda c: c * 100), "filter": table.filter(lambda c: c > 1), "keys": table.keys(), "values": table.values(),
+        "get": table.get(t.singleton("a")), "get_missing": table.get(t.singleton("z")).unwrap_or(-1),
+        "get_many_if_present": table.filter(lambda c: c > 1).get_many_if_present(kv), "lookup_keyed_singleton": kv.lookup_keyed_singleton(table.filter(lambda c: c > 1)),
+    })
+
+
+@case("keyed-singleton-tick", _keyed_singleton_tick, n.Map, n.Filter, n.Entries, n.Keys, n.Values, n.KeyedGet, n.KeyedLookup, n.TickConstant)
+def _keyed_singleton_tick_run(s: Harness) -> None:
+    s.sender("kvs").send([("a", 1), ("b", 2), ("a", 3)])
+    want: dict[str, list[Any]] = {
+        "map": [("a", 200), ("b", 100)], "filter": [("a", 2)], "keys": ["a", "b"], "values": [2, 1],
+        "get_many_if_present": [("a", (1, 2)), ("a", (3, 2))], "lookup_keyed_singleton": [("a", (1, 2)), ("b", (2, None)), ("a", (3, 2))],
+    }
+    yields(s, {**want, "get": [2], "get_missing": [-1]}, unordered=want)
+    s.sender("kvs").send([("b", 5)])
+    yields(s, {"map": [("b", 100)], "keys": ["b"], "values": [1], "get_missing": [-1], "lookup_keyed_singleton": [("b", (5, None))]})
+
+
+def _keyed_snapshots(tables: Callable[[Any], dict[str, Any]]) -> Callable[[Proc], None]:
+    """Top-level keyed aggregates, each snapshot (plain) into one tick and read at key "a"."""
+
+    def body(p: Proc) -> None:
+        t = p.tick()
+        for name, table in tables(p.keyed_source("kv", str, int)).items():
+            sinks({name: table.snapshot(t, VERSION).get(t.singleton("a")).into_singleton()})
+
+    return body
+
+
+def _keyed_snapshots_run(steps: list[tuple[Any, dict[str, list[Any]]]]) -> Scenario:
+    def run(s: Harness) -> None:
+        for sent, reads in steps:  # one element per step: each snapshot may lag on its own
+            s.sender("kv").send(sent)
+            versions(s, reads)
+
+    return run
+
+
+_KEYED_TOP: dict[str, Callable[[Any], Any]] = {
+    "fold": lambda kv: kv.fold(0, lambda a, x: a * 10 + x), "count_map": lambda kv: kv.count().map(lambda c: c * 100),
+    "reduce_filter": lambda kv: kv.reduce_commutative(lambda a, x: max(a, x)).filter(lambda v: v > 1),
+}
+case("keyed-folds-top", _keyed_snapshots(lambda kv: {k: f(kv) for k, f in _KEYED_TOP.items()}), n.Fold, n.Count, n.Reduce, n.Map, n.Filter, n.KeyedGet, n.IntoSingleton)(
+    _keyed_snapshots_run([
+        (("a", 1), {"fold": [None, 1], "count_map": [None, 100], "reduce_filter": [None]}),
+        (("b", 7), {"fold": [1], "count_map": [100], "reduce_filter": [None]}),
+        (("a", 3), {"fold": [1, 13], "count_map": [100, 200], "reduce_filter": [None, 3]}),
+    ])
+)
+case("keyed-reduces-top", _keyed_snapshots(lambda kv: {k: v for k, v in _aggregates(kv).items() if k in ("fold_commutative", "reduce", "first", "last")}), n.Reduce, n.First, n.Last)(
+    _keyed_snapshots_run([
+        (("a", 5), {"fold_commutative": [None, 5], "reduce": [None, 5], "first": [None, 5], "last": [None, 5]}),
+        (("a", 2), {"fold_commutative": [5, 7], "reduce": [5, 3], "first": [5], "last": [5, 2]}),
+    ])
+)
+
+
+# ---------------------------------------------------------------- singletons and optional singletons
+def _singletons_tick(p: Proc) -> None:
+    t, b = batch_of_lists(p)
+    c, f = b.count(), b.first()
+    sinks({
+        "map": c.map(lambda x: x + 1), "filter": c.filter(lambda x: x > 1), "filter_map": c.filter_map(lambda x: x * 2 if x != 1 else None),
+        "inspect": c.inspect(noop), "zip": c.zip(t.singleton("k")), "zip_optional": c.zip(f), "flat_map_ordered": c.flat_map_ordered(lambda x: range(x)),
+        "opt_map": f.map(lambda x: x * 10), "opt_filter": f.filter(lambda x: x > 2), "opt_filter_map": f.filter_map(lambda x: -x if x != 4 else None),
+        "opt_inspect": f.inspect(noop), "opt_zip": f.zip(c), "unwrap_or": f.unwrap_or(-1), "into_singleton": f.into_singleton(),
+        "cross_singleton": b.cross_singleton(c), "cross_optional": b.cross_singleton(f.filter(lambda x: x > 2)),
+    })
+
+
+_SINGLETON_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect, n.Zip, n.UnwrapOr, n.IntoSingleton)
+
+
+@case("singleton-optional-tick", _singletons_tick, *_SINGLETON_OPS, n.FlatMap, n.CrossSingleton, n.IntoStream, n.TickConstant)
+def _singletons_tick_run(s: Harness) -> None:
+    s.sender("xs").send([3, 1])
+    yields(s, {
+        "map": [3], "filter": [2], "filter_map": [4], "inspect": [2], "zip": [(2, "k")], "zip_optional": [(2, 3)], "flat_map_ordered": [0, 1],
+        "opt_map": [30], "opt_filter": [3], "opt_filter_map": [-3], "opt_inspect": [3], "opt_zip": [(3, 2)], "unwrap_or": [3], "into_singleton": [3],
+        "cross_singleton": [(3, 2), (1, 2)], "cross_optional": [(3, 3), (1, 3)],
+    })
+    s.sender("xs").send([])  # empty: the optional is empty, the count 0
+    yields(s, {"map": [1], "inspect": [0], "zip": [(0, "k")], "filter_map": [0], "unwrap_or": [-1], "into_singleton": [None]})
+    s.sender("xs").send([4])
+    yields(s, {
+        "map": [2], "inspect": [1], "zip": [(1, "k")], "zip_optional": [(1, 4)], "flat_map_ordered": [0], "opt_map": [40], "opt_filter": [4],
+        "opt_inspect": [4], "opt_zip": [(4, 1)], "unwrap_or": [4], "into_singleton": [4], "cross_singleton": [(4, 1)], "cross_optional": [(4, 4)],
+    })
+
+
+def _singletons_top(p: Proc) -> None:
+    src = p.source("in", int)
+    c, f = src.count(), src.first()
+    parts = (  # four zipped parts, each a chain of singleton operators
+        c.map(lambda x: x * 10).inspect(noop)
+        .zip(c.filter(lambda x: x > 1).into_singleton())
+        .zip(f.map(lambda x: x + 100).filter(lambda x: x > 105).unwrap_or(-1))
+        .zip(c.filter_map(lambda x: -x if x != 2 else None).inspect(noop).zip(f).into_singleton())
+    )
+    parts.snapshot(p.tick(), VERSION).into_stream().all_ticks().sink("singletons")
+
+
+@case("singleton-optional-top", _singletons_top, *_SINGLETON_OPS, n.Snapshot)
+def _singletons_top_run(s: Harness) -> None:
+    s.sender("in").send_many([7, 2])
+    parts: list[list[Any]] = [[0, 10, 20], [None, None, 2], [-1, 107], [None, (-1, 7), None]]
+    zipped_versions(s, "singletons", *parts)
+    s.sender("in").send(1)
+    zipped_versions(s, "singletons", *[[v[-1], new] for v, new in zip(parts, [30, 3, 107, (-3, 7)])])
+
+
+def _flat_map_top(p: Proc) -> None:
+    p.source("in", int).count().flat_map_ordered(lambda x: range(x)).sink("flat_map_ordered")
+
+
+@case("singleton-flat-map-top", _flat_map_top, n.Count, n.FlatMap)
+def _flat_map_top_run(s: Harness) -> None:
+    for x, want in [(7, [0]), (2, [0, 1])]:  # one element per step: every version of the count, flattened
+        s.sender("in").send(x)
+        s.receiver("flat_map_ordered").assert_yields(want)
+
+
+@case(
+    "singleton-flat-map-top-versions", _flat_map_top, n.Count, n.FlatMap,
+    divergence="a top-level singleton's flat_map_ordered sees one version per micro-batch, not one per element: sending [7, 2] at once gives [0, 1], not [0, 0, 1]",
+)
+def _flat_map_top_versions(s: Harness) -> None:
+    s.sender("in").send_many([7, 2])
+    s.receiver("flat_map_ordered").assert_yields([0, 0, 1])  # the versions 1 and 2 of the count, flattened
+
+
+# ---------------------------------------------------------------- combining streams
+def _binary_tick(p: Proc) -> None:
+    b = batch_of_lists(p)[1]
+    left, right = b.map(lambda x: (x % 2, x)), b.filter(lambda x: x > 1).map(lambda x: (x % 2, x * 10))
+    sinks({
+        "join": left.join(right), "anti_join": left.anti_join(b.filter(lambda x: x > 2).map(lambda x: x % 2)), "chain": b.chain(b.map(lambda x: x + 10)),
+        "cross_product": b.cross_product(b.filter(lambda x: x < 3)), "merge_unordered": b.merge_unordered(b.map(lambda x: -x)),
+    })
+
+
+@case("binary-tick", _binary_tick, n.Join, n.AntiJoin, n.Chain, n.CrossProduct, n.MergeUnordered)
+def _binary_tick_run(s: Harness) -> None:
+    s.sender("xs").send([1, 2, 3])
+    want: dict[str, list[Any]] = {
+        "join": [(0, (2, 20)), (1, (1, 30)), (1, (3, 30))], "anti_join": [(0, 2)],
+        "cross_product": [(x, y) for x in (1, 2, 3) for y in (1, 2)], "merge_unordered": [1, 2, 3, -1, -2, -3],
+    }
+    yields(s, {**want, "chain": [1, 2, 3, 11, 12, 13]}, unordered=want)
+    s.sender("xs").send([5])  # a new tick: nothing is kept from the previous batch
+    yields(s, {"join": [(1, (5, 50))], "chain": [5, 15], "merge_unordered": [5, -5]}, unordered={"merge_unordered"})
+
+
+@case("merge-unordered-top", lambda p: p.source("a", int).merge_unordered(p.source("b", int)).sink("merged"), n.MergeUnordered)
+def _merge_top(s: Harness) -> None:
+    s.sender("a").send_many([1, 2])
+    s.sender("b").send(3)
+    s.receiver("merged").assert_yields_unordered([1, 2, 3])
+
+
+def _join_top(p: Proc) -> None:
+    a, b = p.source("a", tuple[int, str]), p.source("b", tuple[int, str])
+    sinks({"join": a.join(b), "cross_product": a.map(lambda kv: kv[0]).cross_product(b.map(lambda kv: kv[1]))})
+
+
+@case(
+    "join-cross-product-top", _join_top, n.Join, n.CrossProduct, raises=SparkPlanError,
+    divergence="unsupported (planner README): join()/cross_product() of two unbounded streams is refused at planning",
+)
+def _join_top_run(s: Harness) -> None:
+    s.sender("a").send((1, "x"))
+    s.sender("b").send_many([(1, "y"), (2, "z")])
+    yields(s, {"join": [(1, ("x", "y"))], "cross_product": [(1, "y"), (1, "z")]}, unordered={"cross_product"})
+    s.sender("a").send((2, "w"))  # joins with b's earlier elements: the whole history counts
+    yields(s, {"join": [(2, ("w", "z"))], "cross_product": [(2, "y"), (2, "z")]}, unordered={"cross_product"})
+
+
+@case(
+    "anti-join-top", lambda p: p.source("a", tuple[int, str]).anti_join(p.source_iter([2, 3])).sink("anti_join"), n.AntiJoin, n.SourceIter,
+    raises=SparkRunError, divergence="anti_join() of a top-level stream (by a source_iter's keys) fails at run time: 'not supported on Spark'",
+)
+def _anti_join_top(s: Harness) -> None:
+    s.sender("a").send_many([(1, "x"), (2, "y"), (4, "z")])
+    s.receiver("anti_join").assert_yields([(1, "x"), (4, "z")])
+
+
+def _static(p: Proc) -> None:
+    p.source_iter([3, 1, 2]).map(lambda x: x * 2).sink("map")
+    p.source_iter([1, 2]).chain(p.source_iter([3])).sink("chain")
+    p.source("q", str).cross_singleton(p.source_iter([5, 6]).count()).sink("cross_singleton")
+
+
+@case("source-iter", _static, n.SourceIter, n.Map, n.Chain, n.Count, n.CrossSingleton)
+def _static_run(s: Harness) -> None:
+    s.sender("q").send("a")
+    yields(s, {"cross_singleton": [("a", 2)], "map": [6, 2, 4], "chain": [1, 2, 3]})
+
+
+# ---------------------------------------------------------------- time: defer_tick, cycles, latest
+def _deferred_streams(p: Proc) -> None:
+    t, b = batch_of_lists(p)
+    handle, previous = t.stream_cycle(int)
+    handle.complete_next_tick(b.map(lambda x: x * 10))
+    sinks({"now": b, "defer_tick": b.defer_tick(), "keyed_defer_tick": b.map(lambda x: ("k", x)).into_keyed().defer_tick(), "stream_cycle": previous})
+
+
+@case("defer-tick-stream-cycle", _deferred_streams, n.DeferTick, n.CycleSource, n.CycleSink)
+def _deferred_streams_run(s: Harness) -> None:
+    s.sender("xs").send([1, 2])
+    s.receiver("now").assert_yields([1, 2])
+    s.sender("xs").send([3])  # by the time this batch ran, the previous one is out
+    s.receiver("now").assert_yields([3])
+    yields(s, {"defer_tick": [1, 2], "keyed_defer_tick": [("k", 1), ("k", 2)], "stream_cycle": [10, 20]})
+    s.sender("xs").send([])
+    yields(s, {"defer_tick": [3], "keyed_defer_tick": [("k", 3)], "stream_cycle": [30]})
+
+
+@case(
+    "defer-tick-stream-cycle-idle", _deferred_streams, n.DeferTick, n.CycleSource,
+    divergence="no tick runs for deferred elements alone: defer_tick()/stream_cycle() outputs wait for the next input",
+)
+def _deferred_idle_run(s: Harness) -> None:
+    s.sender("xs").send([1, 2])
+    s.receiver("now").assert_yields([1, 2])
+    yields(s, {"defer_tick": [1, 2], "stream_cycle": [10, 20], "keyed_defer_tick": [("k", 1), ("k", 2)]})  # a run of its own
+
+
+def _deferred_values(p: Proc) -> None:
+    b = batch_of_lists(p)[1]
+    sinks({
+        "count": b.count(), "singleton": b.count().defer_tick(), "optional": b.last().defer_tick(),
+        "keyed_singleton": b.map(lambda x: (x % 2, x)).into_keyed().count().defer_tick(),
+    })
+
+
+@case("defer-tick-values", _deferred_values, n.DeferTick, n.Count, n.Last)
+def _deferred_values_run(s: Harness) -> None:
+    s.sender("xs").send([1, 2, 3])  # the first tick: nothing deferred yet
+    s.receiver("count").assert_yields([3])
+    s.sender("xs").send([4])
+    yields(s, {"count": [1], "singleton": [3], "optional": [3], "keyed_singleton": [(1, 2), (0, 1)]}, unordered={"keyed_singleton"})
+    s.sender("xs").send([])
+    yields(s, {"count": [0], "singleton": [1], "optional": [4], "keyed_singleton": [(0, 1)]})
+
+
+def _cycles(p: Proc) -> None:
+    t, b = batch_of_lists(p)
+    handle, total = t.singleton_cycle(100)
+    new_total = total.zip(b.fold_commutative(0, lambda a, x: a + x)).map(lambda ab: ab[0] + ab[1])
+    handle.complete_next_tick(new_total)
+    last_handle, previous_last = t.optional_cycle(int)
+    last_handle.complete_next_tick(b.last())
+    sinks({"singleton_cycle": new_total, "optional_cycle": b.cross_singleton(previous_last.unwrap_or(-1))})
+
+
+@case("singleton-optional-cycle", _cycles, n.CycleSource, n.CycleSink, n.DeferTick, n.Zip, n.UnwrapOr)
+def _cycles_run(s: Harness) -> None:
+    s.sender("xs").send([1, 2])
+    yields(s, {"singleton_cycle": [103], "optional_cycle": [(1, -1), (2, -1)]})
+    s.sender("xs").send([])  # last() is empty: the optional cycle carries nothing
+    yields(s, {"singleton_cycle": [103]})
+    s.sender("xs").send([4])
+    yields(s, {"singleton_cycle": [107], "optional_cycle": [(4, -1)]})
+    s.sender("xs").send([5])
+    yields(s, {"singleton_cycle": [112], "optional_cycle": [(5, 4)]})
+
+
+def _latest(p: Proc) -> None:
+    a, b = p.tick(), p.tick()
+    batch = p.source("xs", list[int]).batch(a, ANY).flat_map_ordered(each)
+    queries = p.source("q", str).batch(b, ANY)
+    sinks({
+        "count": batch.count(), "latest": queries.cross_singleton(batch.count().latest().snapshot(b, VERSION)),
+        "latest_optional": queries.cross_singleton(batch.last().latest().snapshot(b, VERSION)),
+    })
+
+
+@case("latest", _latest, n.Latest, n.Snapshot)
+def _latest_run(s: Harness) -> None:
+    s.sender("xs").send([5, 6])
+    s.receiver("count").assert_yields([2])
+    s.sender("q").send("a")  # the other tick sees the only version there is
+    yields(s, {"latest": [("a", 2)], "latest_optional": [("a", 6)]})
+    s.sender("xs").send([7])
+    s.receiver("count").assert_yields([1])
+    s.sender("q").send("b")  # a plain snapshot: the previous version is still legal
+    assert s.receiver("latest").next() in (("b", 2), ("b", 1))
+    assert s.receiver("latest_optional").next() in (("b", 6), ("b", 7))
+
+
+def _latest_keyed(p: Proc) -> None:
+    a, b = p.tick(), p.tick()
+    table = p.source("xs", list[tuple[str, int]]).batch(a, ANY).flat_map_ordered(each).into_keyed().count().latest()
+    p.source("q", str).batch(b, ANY).cross_singleton(table.snapshot(b, VERSION).get(b.singleton("a"))).all_ticks().sink("latest_keyed")
+
+
+@case(
+    "latest-keyed", _latest_keyed, n.Latest, n.KeyedGet, raises=SparkPlanError,
+    divergence="unsupported (planner README): a keyed singleton read by another query is refused at planning",
+)
+def _latest_keyed_run(s: Harness) -> None:
+    s.sender("xs").send([("a", 1), ("a", 2)])
+    s.sender("q").send("x")  # the query tick waits for a first version of the table
+    s.receiver("latest_keyed").assert_yields([("x", 2)])
+
+
+# ---------------------------------------------------------------- order
+def _ordering(p: Proc) -> None:
+    src, kv, b = p.source("in", int), p.keyed_source("kv", str, int), batch_of_lists(p)[1]
+    sinks({
+        "assume_ordering": src.weaken_ordering().assume_ordering(ORDER).enumerate(), "weaken_ordering": src.weaken_ordering(),
+        "keyed_assume_ordering": kv.weaken_ordering().assume_ordering(ORDER).enumerate().entries(),
+        "tick_assume_ordering": b.weaken_ordering().assume_ordering(ORDER).enumerate(), "tick_weaken_sort": b.weaken_ordering().sort(),
+        "keyed_weaken_fold": b.map(lambda x: (x % 2, x)).into_keyed().weaken_ordering().fold_commutative(0, lambda a, x: a + x),
+    })
+
+
+@case("ordering", _ordering, n.AssumeOrdering, n.WeakenOrdering, n.Enumerate, n.Sort)
+def _ordering_run(s: Harness) -> None:
+    s.sender("in").send_many([3, 1, 2])
+    numbered(s, "assume_ordering", [3, 1, 2])
+    s.receiver("weaken_ordering").assert_yields_unordered([3, 1, 2])
+    s.sender("kv").send_many([("a", 1), ("b", 2), ("a", 3)])
+    numbered(s, "keyed_assume_ordering", [("a", 1), ("b", 2), ("a", 3)], keyed=True)
+    s.sender("xs").send([2, 1, 2])
+    numbered(s, "tick_assume_ordering", [2, 1, 2])
+    yields(s, {"tick_weaken_sort": [1, 2, 2], "keyed_weaken_fold": [(0, 4), (1, 1)]}, unordered={"keyed_weaken_fold"})
+
+
+# ---------------------------------------------------------------- network and explicit alignment
+def _send(p: Proc) -> None:
+    p.flow.process(Client).source("in", int).map(lambda x: x + 1).send(p).map(lambda x: x * 10).sink("received")
+
+
+@case("send-process-to-process", _send, n.Send, n.Map)
+def _send_run(s: Harness) -> None:
+    s.sender("in").send_many([1, 2])
+    s.receiver("received").assert_yields([20, 30])  # one channel: FIFO
+
+
+def _aligned_at(p: Proc) -> None:
+    align, t = p.local_align_point(), p.tick()
+    inc = p.source("inc", int).aligned_at(align)
+    both = inc.fold(0, lambda a, x: a + x).zip(p.source("config", int).count())
+    inc.release_aligned(align).sink("ack")
+    sinks({"total": p.source("q", str).batch(t, ANY).cross_singleton(both.snapshot_aligned(t, align, ALIGNED).map(lambda sc: sc[0]))})
+
+
+@case("aligned-at", _aligned_at, n.AlignedAt, n.ReleaseAligned, n.Snapshot, n.Fold)
+def _aligned_at_run(s: Harness) -> None:
+    s.sender("inc").send_many([1, 2])
+    s.receiver("ack").assert_yields([1, 2])
+    s.sender("q").send("a")  # the total is aligned with the acks; the config count is not
+    s.receiver("total").assert_yields([("a", 3)])
