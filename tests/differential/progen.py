@@ -27,7 +27,7 @@ INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
 INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(x % 3)", "digits"]
 FOLDS = [("0", "lambda a, x: a * 3 + x", False), ("0", "lambda a, x: a + x", True), ("1", "lambda a, x: max(a, x)", True), ("0", "mix_py", False)]
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
-TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)"]
+TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py"]
 PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
 STR_MAPS = ["lambda s: s + 'x'", "lambda s: s.upper()", "lambda s: s[::-1]"]
 STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"]
@@ -53,6 +53,10 @@ def digits(x: int) -> list[int]:
 
 def mix_py(a: int, x: int) -> int:
     return int(str(abs(a) % 1000) + str(abs(x) % 10))
+
+
+def key_py(x: int) -> tuple[int, int]:
+    return (int(str(abs(x))[-1]) % 3, x)
 
 
 def pair_py(t: tuple[int, int]) -> int:
