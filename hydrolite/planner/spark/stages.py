@@ -108,6 +108,8 @@ def _check_supported(flow: Flow) -> None:
     for node in flow.nodes():
         if roles.of(node).role is Role.ENTRY:
             _check_no_self_feedback(node)
+        if isinstance(node, n.FlatMap) and roles.of(node).role is Role.TOP and not node.input.meta.kind.streamlike:
+            _check_versions_per_batch(node, roles)
         if isinstance(node, (n.Join, n.CrossProduct)) and roles.stateful(node):
             raise SparkPlanError(
                 f"{node.op}() of unbounded streams would keep their whole history in every batch",
@@ -138,6 +140,27 @@ def _check_no_self_feedback(entry: n.Node) -> None:
                 "its own output in the same micro-batch, while the model reads it in a later run",
                 site=entry.site,
                 fix="carry values to the next run with defer_tick() or tick.singleton_cycle()/stream_cycle()",
+            )
+        todo.extend(x.children)
+
+
+def _check_versions_per_batch(node: n.Node, roles: Roles) -> None:
+    """Refuse a stream made from every version of a top-level singleton aggregated from a
+    stream: the model emits one output per version (one per input element), while a
+    micro-batch computes one version per batch (a singleton from `latest()` is fine: one
+    version per tick run is one per micro-batch)."""
+    todo, seen = [node.children[0]], set()
+    while todo:
+        x = todo.pop()
+        if id(x) in seen or x.meta.in_tick or x.meta.kind.streamlike:
+            continue
+        seen.add(id(x))
+        if x.keeps_history() and roles.of(x).role is Role.TOP and any(c.meta.kind.streamlike for c in x.children):
+            raise SparkPlanError(
+                f"{node.op}() of a top-level singleton emits once per version of {x.op}() (at {where(x)}), one per input "
+                "element; a micro-batch computes only the batch's last version",
+                site=node.site,
+                fix="batch() the input into a tick and aggregate and flat_map there, or snapshot() the singleton into a tick",
             )
         todo.extend(x.children)
 
