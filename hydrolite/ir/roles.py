@@ -110,3 +110,25 @@ class Roles:
 def classify(flow: Flow) -> Roles:
     """Classify every node of `flow` (run the alignment pass first: roles follow its output)."""
     return Roles({id(x): node_role(x) for x in flow.nodes()})
+
+
+def static_initial(node: Node) -> tuple[bool, object]:
+    """The version a singleton has before any input arrives, when it is known statically:
+    a fold's init, a count's 0, a map of those, and the `latest()` bridge the alignment pass
+    puts on a carried one (readers of the bridge see that version from the start, in the
+    simulator and on Spark). (False, None) otherwise."""
+    from . import nodes as nd
+    from .meta import Kind
+
+    if node.meta.kind is not Kind.SINGLETON:
+        return False, None
+    if isinstance(node, nd.Latest):
+        return static_initial(node.input) if role_of(node.input) is Role.CARRIED else (False, None)
+    if isinstance(node, nd.Count):
+        return True, 0
+    if isinstance(node, nd.Fold):
+        return True, node.init
+    if isinstance(node, nd.Map):
+        has, value = static_initial(node.input)
+        return (True, node.f(value)) if has else (False, None)
+    return False, None

@@ -14,7 +14,7 @@ from ..ir.graph import Flow
 from ..ir.ids import ClusterId, ProcessId, TickId, TopId, top_of
 from ..ir.meta import Kind
 from .errors import SimUsageError
-from .ops_time import AssumeOrderingOp, CycleSinkOp, CycleSourceOp, DeferTickOp, Entry, SendOp, SinkOp, SourceOp
+from .ops_time import AssumeOrderingOp, CycleSinkOp, CycleSourceOp, DeferTickOp, Entry, LatestOp, SendOp, SinkOp, SourceOp
 from ..ir.roles import Role, role_of
 from .registry import Op, evaluator_for
 
@@ -64,6 +64,7 @@ class Program:
     orderings: list[AssumeOrderingOp]  # top-level assume_ordering buffers (scheduler actions)
     deterministic_sinks: list[str]  # sinks whose type promises determinism and are untainted
     has_carried: bool
+    bridges: dict[int, list[Op]] = field(default_factory=dict)  # carried op -> latest() exits reading it
 
 
 _PUSH_FROM = {Role.TOP, Role.STATIC, Role.EXIT}  # producers of top-level values
@@ -162,6 +163,8 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
         has_carried=any(o.role is Role.CARRIED for o in ops),
     )
     for op in ops:
+        if isinstance(op, LatestOp) and op.role is Role.EXIT and ops[op.ins[0]].role is Role.CARRIED:
+            prog.bridges.setdefault(op.ins[0], []).append(op)
         if isinstance(op, SourceOp):
             prog.sources[getattr(op.node, "port")] = op
         elif isinstance(op, SinkOp):

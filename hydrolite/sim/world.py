@@ -95,6 +95,11 @@ class World:
     def _carried_init(self, op: Op, p: int, v: Any) -> None:
         self.cur[p][op.idx] = v
         st = self.states[p]
+        for bridge in self.prog.bridges.get(op.idx, ()):
+            # a top-level reader of a carried singleton (through the alignment pass's latest()
+            # bridge) sees its initial version from the start, as it did before alignment
+            st[bridge.idx][0] = v
+            self.propagate(bridge, p, v)
         for c, port in op.carried:
             o = c.push(self, p, st, port, v)
             if o is NOTHING:

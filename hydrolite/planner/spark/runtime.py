@@ -36,6 +36,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
+from ...ir.roles import static_initial
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import BadDataError, SparkRunError, site_of
@@ -46,12 +47,16 @@ from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .pyfn import map_in_arrow, reencode
-from .types import OPAQUE, HType, from_python
+from .feed import FeedWriter
+from .types import NONE, OPAQUE, HType, from_python
 from .values import Scalar, SFrame, Val, frame_of
 
 FaultHook = Callable[[str, str, int], None]  # (point, query name, batch id)
 FAULT_POINTS = ("before_state", "before_outputs", "between_sinks", "after_sinks")
 _query_ids = itertools.count()
+
+
+HEARTBEAT = "heartbeat"  # the input name of a stage's heartbeat feed
 
 
 class InjectedFault(RuntimeError):
@@ -77,10 +82,11 @@ def fault_from_env(value: str | None = None) -> FaultHook | None:
 
 @dataclass
 class InputSpec:
-    """One input of a stage's union: a source port or a channel from another query."""
+    """One input of a stage's union: a source port, a channel from another query, or the
+    stage's own heartbeat (`node` None: it only makes Spark run the tick again)."""
 
     name: str
-    node: n.Node
+    node: n.Node | None
     binding: InputBinding
     vt: HType
     kt: HType | None
@@ -122,6 +128,12 @@ class StageRunner:
         self.store = StateStore(os.path.join(self.dir, "state"))
         self.keys = stage_keys(stage)
         self.inputs = [self._source_input(s) for s in stage.sources] + [self._channel_input(c) for c in stage.channels_in]
+        # deferred streams (defer_tick, stream cycles) make the next run of the tick observable
+        # even without new input; Spark runs a micro-batch only for new input, so the stage
+        # writes an (empty) entry to its own heartbeat feed when something was deferred
+        self.deferred = [x for x in stage.nodes if isinstance(x, n.DeferTick) and x.meta.kind.streamlike]
+        if self.deferred and stage.streaming:
+            self.inputs.append(InputSpec(HEARTBEAT, None, FeedInput(os.path.join(self.dir, "heartbeat")), NONE, None))
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.has_file: list[bool] = [False] * len(self.inputs)
@@ -203,7 +215,7 @@ class StageRunner:
         text = str(exc)
         for inp in self.inputs:
             path = getattr(inp.binding, "path", None)
-            if path and os.path.abspath(path) in text:
+            if path and os.path.abspath(path) in text and inp.node is not None:
                 src = inp.node
                 return BadDataError(
                     f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
@@ -239,6 +251,8 @@ class StageRunner:
         """Each input's part of the batch, in arrival order (`files`: file input -> its files in order)."""
         out: dict[int, Val] = {}
         for i, inp in enumerate(self.inputs):
+            if inp.node is None:  # the heartbeat carries no elements
+                continue
             payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
             rows = df.filter(F.col("_src") == i)
             order: tuple[str, ...]
@@ -267,6 +281,8 @@ class StageRunner:
             state.put(key, value)
             return Scalar(True, value, inp.vt)
         found, value = state.get(key)
+        if not found and inp.node is not None:  # nothing received yet: the producer's initial version, if static
+            found, value = static_initial(inp.node)
         return Scalar(found, value, inp.vt)
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
@@ -289,6 +305,7 @@ class StageRunner:
             self._write_sinks(ctx, batch_id)
             for ch in self.stage.channels_out:
                 self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id)
+            self._heartbeat(ctx)
             self._hook("after_sinks", batch_id)
         finally:
             df.unpersist()
@@ -297,6 +314,16 @@ class StageRunner:
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
+
+    def _heartbeat(self, ctx: BatchCtx) -> None:
+        """Ask Spark for another run of the tick when a deferred stream holds elements (the
+        model runs the tick again for them; a replayed batch may ask twice: one more run of
+        a tick is always legal)."""
+        for x in self.deferred:
+            value = ctx.vals.get(id(x.children[0]))
+            if isinstance(value, SFrame) and not value.df.isEmpty():
+                FeedWriter(os.path.join(self.dir, "heartbeat"), NONE).send_many([])
+                return
 
     def _write_sinks(self, ctx: BatchCtx, batch_id: int) -> None:
         """Write every sink of the batch (each idempotent by batch id).

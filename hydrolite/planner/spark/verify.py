@@ -38,6 +38,7 @@ from .errors import SparkRunError
 from .feed import list_entries
 from .offsets import TickOffsets, read_offset_log
 from .ports import FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, collect_values, internal_columns, external_schema
+from .runtime import HEARTBEAT
 from .stages import Plan, Stage, plan_flow
 from .types import OPAQUE, HType, from_python
 from .values import SFrame
@@ -60,6 +61,8 @@ class Divergence:
 
     def element(self) -> str:
         """The first element that differs (missing on one side, or in another position)."""
+        if self.batch_id < 0:
+            return "the run cannot be replayed"
         for i, (a, b) in enumerate(zip(self.spark, self.model)):
             if a != b:
                 return f"element {i}: Spark wrote {render(a)}, the simulator {render(b)}"
@@ -198,6 +201,8 @@ def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapp
     sources: dict[str, list[Any]] = {}
     injected: dict[int, tuple[n.Node, list[Any]]] = {}
     for name, (start, end) in tick.inputs.items():
+        if name == HEARTBEAT:
+            continue  # no elements: it only made Spark run the tick (for deferred streams)
         node = q.nodes[name]
         binding = q.bindings[name]
         vt, kt = _types(node)
@@ -259,7 +264,7 @@ def verify_plan(
             results = replay_ticks(plan.flow, stage.tick, batches, sinks=[s.port for s in stage.sinks], program=prog)
         except ReplayBlocked as exc:
             first = stage.sinks[0].port if stage.sinks else "-"
-            report.divergences.append(Divergence(stage.name, first, -1, [], [], str(exc)))
+            report.divergences.append(Divergence(stage.name, first, -1, [], [], str(exc)))  # chain: why
             continue
         report.ticks += len(results)
         for r in results:
