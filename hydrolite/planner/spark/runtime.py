@@ -137,6 +137,7 @@ class StageRunner:
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.has_file: list[bool] = [False] * len(self.inputs)
+        self.ordered = [inp.node is not None and stage.needs_order(inp.node) for inp in self.inputs]
         files = {i: inp.binding.latest_first() for i, inp in enumerate(self.inputs) if isinstance(inp.binding, FileInput)}
         self.remap = RemapLog(self.dir, [i.name for i in self.inputs], files)
         self.error: BaseException | None = None
@@ -256,7 +257,9 @@ class StageRunner:
             payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
             rows = df.filter(F.col("_src") == i)
             order: tuple[str, ...]
-            if self.has_file[i]:  # file, then split of the file, then row: see FileInput
+            if self.has_file[i] and not self.ordered[i]:  # no one downstream needs the order
+                part, order = rows.select(*payload), ()
+            elif self.has_file[i]:  # file, then split of the file, then row: see FileInput
                 assert isinstance(inp.binding, FileInput)
                 part = inp.binding.arrival_order(self.runner.spark, rows, inp.name, files.get(i, []), payload)
                 order = ("_o0", "_o0s", "_o0r")

@@ -17,6 +17,7 @@ Pure planning (no Spark needed, so `hydrolite plan` is instant):
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import FlowError
@@ -72,6 +73,38 @@ class Stage:
     def member(self, node: n.Node) -> bool:
         return any(x is node for x in self.nodes)
 
+    def needs_order(self, start: n.Node) -> bool:
+        """Whether anything in this stage depends on the arrival order of `start`'s elements.
+
+        Order stops mattering at a NoOrder stream (entries/keys/values of a keyed stream,
+        weaken_ordering, merge_unordered, ...) and at order-insensitive aggregates (count,
+        commutative folds and reduces); it matters at everything else that ends the walk: a
+        TotalOrder sink, an order-sensitive aggregate, a channel to another query. Inputs no
+        one needs the order of skip computing it (a file input's arrival order costs a
+        projection per batch)."""
+        users: dict[int, list[n.Node]] = {}
+        for x in self.nodes:  # (inputs from channels are not in `nodes`)
+            for c in x.children:
+                users.setdefault(id(c), []).append(x)
+        shared = {id(c.node) for c in self.channels_out}
+        todo, seen = [start], set()
+        while todo:
+            x = todo.pop()
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            if id(x) in shared:
+                return True
+            for u in users.get(id(x), []):
+                if u.meta.kind.streamlike and not u.meta.ordered:
+                    continue  # the order is forgotten here
+                if isinstance(u, n.Count) or (isinstance(u, (n.Fold, n.Reduce)) and u.commutative):
+                    continue
+                if isinstance(u, n.Sink) or not u.meta.kind.streamlike:
+                    return True  # an ordered output, or an order-sensitive aggregate
+                todo.append(u)
+        return False
+
 
 @dataclass
 class Plan:
@@ -126,14 +159,7 @@ def _check_no_self_feedback(entry: n.Node) -> None:
     entries in the same batch and would read the current run instead: refuse rather than
     answer differently (the simulator runs such programs)."""
     tick = entry.meta.loc
-    todo, seen = [entry.children[0]], set()
-    while todo:
-        x = todo.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x.meta.in_tick:
-            continue
+    for x in _top_level_upstream(entry.children[0], lambda x: False):
         if any(c.meta.loc == tick for c in x.children):
             raise SparkPlanError(
                 f"{entry.op}() into {tick} reads {x.op}() of the same tick (at {where(x)}): the tick would read "
@@ -141,6 +167,18 @@ def _check_no_self_feedback(entry: n.Node) -> None:
                 site=entry.site,
                 fix="carry values to the next run with defer_tick() or tick.singleton_cycle()/stream_cycle()",
             )
+
+
+def _top_level_upstream(start: n.Node, skip: Callable[[n.Node], bool]) -> Iterator[n.Node]:
+    """`start` and its transitive inputs at top level (each once), not walking past nodes
+    inside ticks or nodes `skip` rejects."""
+    todo, seen = [start], set()
+    while todo:
+        x = todo.pop()
+        if id(x) in seen or x.meta.in_tick or skip(x):
+            continue
+        seen.add(id(x))
+        yield x
         todo.extend(x.children)
 
 
@@ -149,12 +187,7 @@ def _check_versions_per_batch(node: n.Node, roles: Roles) -> None:
     stream: the model emits one output per version (one per input element), while a
     micro-batch computes one version per batch (a singleton from `latest()` is fine: one
     version per tick run is one per micro-batch)."""
-    todo, seen = [node.children[0]], set()
-    while todo:
-        x = todo.pop()
-        if id(x) in seen or x.meta.in_tick or x.meta.kind.streamlike:
-            continue
-        seen.add(id(x))
+    for x in _top_level_upstream(node.children[0], lambda x: x.meta.kind.streamlike):
         if x.keeps_history() and roles.of(x).role is Role.TOP and any(c.meta.kind.streamlike for c in x.children):
             raise SparkPlanError(
                 f"{node.op}() of a top-level singleton emits once per version of {x.op}() (at {where(x)}), one per input "
@@ -162,7 +195,6 @@ def _check_versions_per_batch(node: n.Node, roles: Roles) -> None:
                 site=node.site,
                 fix="batch() the input into a tick and aggregate and flat_map there, or snapshot() the singleton into a tick",
             )
-        todo.extend(x.children)
 
 
 def plan_flow(flow: Flow) -> Plan:
