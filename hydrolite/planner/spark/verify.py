@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.ipc as ipc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
+from pyarrow import ipc
 from pyspark.sql import SparkSession
 
 from ...ir import nodes as n
@@ -37,7 +37,17 @@ from ...sim.values import render
 from .errors import SparkRunError
 from .feed import list_entries
 from .offsets import TickOffsets, read_offset_log
-from .ports import FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, collect_values, internal_columns, external_schema
+from .ports import (
+    FeedInput,
+    FileInput,
+    FileOutput,
+    InputBinding,
+    MemorySink,
+    OutputBinding,
+    collect_values,
+    external_schema,
+    internal_columns,
+)
 from .runtime import HEARTBEAT
 from .stages import Plan, Stage, plan_flow
 from .types import OPAQUE, HType, from_python
