@@ -140,7 +140,10 @@ def replay_ticks(
                     world.propagate(op, p, version)
         if tp is not None:
             for p in tp.places:
-                world.run_tick(tp, p)
+                # a tick whose snapshot has no version yet cannot run (the recording held the
+                # batch back too): its inputs stay pending for the next run
+                if all(e.has_value(world.states[p]) for e in tp.entries):
+                    world.run_tick(tp, p)
         out: dict[str, list[Any]] = {}
         for port in watched:
             op = prog.sinks[port]

@@ -57,6 +57,7 @@ _query_ids = itertools.count()
 
 
 HEARTBEAT = "heartbeat"  # the input name of a stage's heartbeat feed
+_HELD = "held-batches"  # state key: input rows of batches whose tick could not run yet
 
 
 class InjectedFault(RuntimeError):
@@ -99,6 +100,7 @@ class StageProgress:
     output_rows: dict[str, int] = field(default_factory=dict)
     durations_ms: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=100_000))
     fn_paths: dict[str, str] = field(default_factory=dict)
+    held: int = 0  # batches whose tick could not run yet (their input waits in held/)
 
 
 def _extract_message(exc: BaseException) -> str:
@@ -297,7 +299,16 @@ class StageRunner:
         try:
             if batch_id == 0 and self.stage.streaming and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
-            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, self._split(df, state, files), self.keys)
+            raw = df
+            df, files = self._with_held(df, files, state)
+            if df is not raw:
+                raw.unpersist()
+            inputs = self._split(df, state, files)
+            if self._blocked(inputs):
+                self._hold(df, files, batch_id, state)
+                return
+            state.put(_HELD, ([], {}))
+            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys)
             self._ctx = ctx
             evaluate(ctx)
             for action in ctx.after:
@@ -317,6 +328,39 @@ class StageRunner:
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
+
+    # ------------------------------------------------------------- ticks that cannot run yet
+    def _blocked(self, inputs: dict[int, Val]) -> bool:
+        """Whether the tick cannot run yet: a singleton read from another query has no version
+        (in the model the tick waits for one; running it with no value would be wrong)."""
+        return any(
+            inp.node is not None and inp.node.meta.kind is Kind.SINGLETON
+            and isinstance(inputs.get(id(inp.node)), Scalar) and not inputs[id(inp.node)].present  # type: ignore[union-attr]
+            for inp in self.inputs
+        )
+
+    def _hold(self, df: DataFrame, files: dict[int, list[str]], batch_id: int, state: Any) -> None:
+        """Keep a blocked batch's input rows (under `held/<batch id>`, idempotent on replay) for
+        the next batch that can run: the model's tick takes everything pending then."""
+        path = os.path.join(self.dir, "held", str(batch_id))
+        df.write.mode("overwrite").parquet(path)
+        state.put(_HELD, ([path], files))
+        state.commit()
+        self.progress.held += 1
+        if self.progress.held == 1:  # said once per run: the tick waits, it does not guess
+            waiting = [f"{inp.node.op}() at {site_of(inp.node)}" for inp in self.inputs if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON]
+            print(f"hydrolite: query {self.stage.name!r} holds batch {batch_id}: its tick waits for a first version of "
+                  f"{' / '.join(waiting)} (from another query); the held input runs with the first batch that has one", file=sys.stderr)
+
+    def _with_held(self, df: DataFrame, files: dict[int, list[str]], state: Any) -> tuple[DataFrame, dict[int, list[str]]]:
+        """This batch's rows after those of earlier batches held back (oldest first)."""
+        found, value = state.get(_HELD)
+        if not found or not value[0]:
+            return df, files
+        paths, held_files = value
+        held = self.runner.spark.read.parquet(*paths)
+        merged = {i: [*held_files.get(i, []), *files.get(i, [])] for i in set(held_files) | set(files)}
+        return held.unionByName(df, allowMissingColumns=True).persist(StorageLevel.MEMORY_AND_DISK), merged
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the
