@@ -38,10 +38,17 @@ def _bad(out: Outcome) -> bool:
     return out.status in ("divergent", "error")
 
 
+def _signature(out: Outcome) -> str:
+    """What must stay the same while shrinking: the outcome, and for an error its last line
+    (so a trial that merely breaks the program, e.g. a NameError, is not kept)."""
+    lines = [ln for ln in out.detail.splitlines() if ln.strip()]
+    return out.status + ("|" + lines[-1] if out.status == "error" and lines else "")
+
+
 def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str, Steps, Outcome]:
     """Delete program lines, then input elements, while the case still fails the same way."""
     first = _safe(spark, source, steps)
-    status = first.status
+    status = _signature(first)
     head, _, rest = source.partition("def build() -> hl.Flow:\n")
     body = rest.splitlines()
     fixed = {0, 1, len(body) - 1}  # flow = ..., p = ..., return
@@ -54,7 +61,7 @@ def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str
             text = head + "def build() -> hl.Flow:\n" + "\n".join(trial) + "\n"
             runs += 1
             out = _safe(spark, text, steps)
-            if out.status == status:
+            if _signature(out) == status:
                 body, best = trial, out
                 fixed = {0, 1, len(body) - 1}
         i -= 1
@@ -67,7 +74,7 @@ def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str
                 trial_steps[si][port] = steps[si][port][:j] + steps[si][port][j + 1 :]
                 runs += 1
                 out = _safe(spark, source, trial_steps)
-                if out.status == status:
+                if _signature(out) == status:
                     steps, best = trial_steps, out
                 j -= 1
     steps = [s for s in ({p: v for p, v in s.items() if v} for s in steps) if s] or steps[:1]

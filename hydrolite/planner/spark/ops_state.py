@@ -95,8 +95,9 @@ def _global_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: A
     assert f is not None
     base = sf.df.select(*sf.order, "v").coalesce(1)
     fn = fold_global(f, acc, has, sf.vt, ctx.site(node), list(sf.order))
-    row = map_in_arrow(base, fn, "acc binary, n long").collect()[0]
-    if row["n"]:
+    rows = map_in_arrow(base, fn, "acc binary, n long").collect()
+    row = rows[0] if rows else None  # a frame with no partitions yields no row: no elements
+    if row is not None and row["n"]:
         acc, has = pickle.loads(row["acc"]), True
         if carried:
             ctx.state.put(ctx.key(node), acc)
