@@ -66,3 +66,16 @@ def test_cli_reports_identical_then_the_first_divergence(spark: SparkSession, tm
     text = capsys.readouterr().out
     assert "divergence in sink 'query_response' (query 'tick0'), batch 2" in text
     assert "99" in text and "produced by: sink() at counter.py:" in text
+
+
+def test_cli_says_when_no_sink_can_be_read_back(spark: SparkSession, tmp_path: Path, capsys: Any) -> None:
+    ck = str(tmp_path / "ck")
+    args = ["run", "examples/counter.py", "--checkpoint", ck, "--once"]
+    for port, spec in write_feeds(tmp_path).items():
+        args += ["--input", f"{port}={spec}"]
+    assert main(args) == 0  # sinks default to the console
+    capsys.readouterr()
+    assert main(["verify-run", "examples/counter.py", ck]) == 0
+    text = capsys.readouterr().out
+    assert "3 ticks, nothing compared (no sink could be read back" in text
+    assert "not compared: sink 'query_response' (console) cannot be read back" in text

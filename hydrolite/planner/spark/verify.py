@@ -103,7 +103,10 @@ class VerifyReport:
         return not self.divergences
 
     def __str__(self) -> str:
-        head = f"{self.ticks} ticks, {self.outputs} outputs, " + ("identical" if self.identical else f"{len(self.divergences)} divergent batch(es)")
+        if self.identical and not self.outputs and self.skipped:
+            head = f"{self.ticks} ticks, nothing compared (no sink could be read back; bind sinks to files to verify them)"
+        else:
+            head = f"{self.ticks} ticks, {self.outputs} outputs, " + ("identical" if self.identical else f"{len(self.divergences)} divergent batch(es)")
         lines = [head, *(f"  not compared: {s}" for s in self.skipped)]
         if self.divergences:
             lines.append(f"first {self.divergences[0]}")
@@ -303,7 +306,8 @@ def verify_run(flow: Flow, checkpoint: str, spark: SparkSession, inputs: Mapping
     plan = plan_flow(flow)
     recorded = _recorded_bindings(checkpoint)
     ins = {p: parse_input((inputs or {}).get(p) or recorded["inputs"].get(p) or _missing("input", p)) for p in plan.flow.sources}
-    outs = {p: parse_output((outputs or {}).get(p) or recorded["outputs"].get(p) or "memory") for p in plan.flow.sinks}
+    # a sink the run did not record (console, callback) cannot be read back: not compared
+    outs = {p: parse_output((outputs or {}).get(p) or recorded["outputs"].get(p) or "console") for p in plan.flow.sinks}
     return verify_plan(plan, checkpoint, spark, ins, outs, lambda ch: os.path.join(os.path.abspath(checkpoint), "channels", ch.name))
 
 
@@ -319,7 +323,7 @@ def binding_spec(binding: InputBinding | OutputBinding) -> str | None:
         return f"{binding.fmt}:{os.path.abspath(binding.path)}{query}"
     if isinstance(binding, FileOutput):
         return f"{binding.fmt}:{os.path.abspath(binding.path)}"
-    return None
+    return binding.describe() if binding.describe() == "console" else None
 
 
 def _missing(what: str, port: str) -> str:
