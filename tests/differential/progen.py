@@ -34,34 +34,7 @@ STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"
 STR_TO_INT = ["lambda s: len(s)", "lambda s: ord(s[0]) % 7 if s else 0"]
 KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 
-HELPERS = '''
-def digit_sum(x: int) -> int:
-    return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
-
-
-def odd_py(x: int) -> bool:
-    return [c for c in str(abs(x))][-1] in "13579"
-
-
-def halve_even(x: int) -> int | None:
-    return x // 2 if x % 2 == 0 else None
-
-
-def digits(x: int) -> list[int]:
-    return [int(c) for c in str(abs(x))]
-
-
-def mix_py(a: int, x: int) -> int:
-    return int(str(abs(a) % 1000) + str(abs(x) % 10))
-
-
-def key_py(x: int) -> tuple[int, int]:
-    return (int(str(abs(x))[-1]) % 3, x)
-
-
-def pair_py(t: tuple[int, int]) -> int:
-    return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
-'''
+HELPERS = "from tests.differential.gen_helpers import digit_sum, digits, halve_even, key_py, mix_py, odd_py, pair_py\n"
 
 
 class Draw:
@@ -132,7 +105,7 @@ class Program:
     def source(self) -> str:
         body = "\n".join(f"    {line}" for line in self.lines)
         return (
-            '"""A generated program (differential test)."""\n\nfrom __future__ import annotations\n\n'
+            '"""A generated program (differential test)."""\n\n# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)\n\nfrom __future__ import annotations\n\n'
             "import hydrolite as hl\nfrom hydrolite import nondet\n"
             f"{HELPERS}\n\nclass P:\n    pass\n\n\nND = nondet(\"generated: any batching is legal\")\n\n\n"
             f"def build() -> hl.Flow:\n{body}\n    return flow.finalize()\n"

@@ -4,37 +4,21 @@ version until t1 ran: the simulator blocked the reading tick, Spark ran it with 
 singleton. The bridge now carries the count's initial version from the start (both
 backends), as the count had before alignment."""
 
+# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)
+
 from __future__ import annotations
 
 import hydrolite as hl
 from hydrolite import nondet
-
-def digit_sum(x: int) -> int:
-    return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
-
-
-def odd_py(x: int) -> bool:
-    return [c for c in str(abs(x))][-1] in "13579"
-
-
-def halve_even(x: int) -> int | None:
-    return x // 2 if x % 2 == 0 else None
-
-
-def digits(x: int) -> list[int]:
-    return [int(c) for c in str(abs(x))]
-
-
-def mix_py(a: int, x: int) -> int:
-    return int(str(abs(a) % 1000) + str(abs(x) % 10))
-
-
-def key_py(x: int) -> tuple[int, int]:
-    return (int(str(abs(x))[-1]) % 3, x)
-
-
-def pair_py(t: tuple[int, int]) -> int:
-    return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
+from tests.differential.gen_helpers import (
+    digit_sum,
+    digits,
+    halve_even,
+    key_py,
+    mix_py,
+    odd_py,
+    pair_py,
+)
 
 
 class P:

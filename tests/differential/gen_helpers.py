@@ -1,0 +1,32 @@
+"""Functions the generated programs call that do not translate to Spark Columns (they run
+in Python through Arrow, next to translated lambdas). Total on small ints and pairs."""
+
+from __future__ import annotations
+
+
+def digit_sum(x: int) -> int:
+    return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
+
+
+def odd_py(x: int) -> bool:
+    return [c for c in str(abs(x))][-1] in "13579"
+
+
+def halve_even(x: int) -> int | None:
+    return x // 2 if x % 2 == 0 else None
+
+
+def digits(x: int) -> list[int]:
+    return [int(c) for c in str(abs(x))]
+
+
+def mix_py(a: int, x: int) -> int:
+    return int(str(abs(a) % 1000) + str(abs(x) % 10))
+
+
+def key_py(x: int) -> tuple[int, int]:
+    return (int(str(abs(x))[-1]) % 3, x)
+
+
+def pair_py(t: tuple[int, int]) -> int:
+    return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
