@@ -117,7 +117,8 @@ def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: s
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .planner.spark.runtime import FlowRunner, fault_from_env
+    from .planner.spark.faults import fault_from_env
+    from .planner.spark.runtime import FlowRunner
     from .planner.spark.session import spark_session
 
     module, flow = load_program(args.program)

@@ -13,6 +13,7 @@ long run script), so the same generator serves both and Hypothesis can shrink it
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -37,11 +38,12 @@ KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 HELPERS = "from tests.differential.gen_helpers import digit_sum, digits, halve_even, key_py, mix_py, odd_py, pair_py\n"
 
 
-class Draw:
+class Draw(ABC):
     """Where the generator's choices come from."""
 
+    @abstractmethod
     def int(self, lo: int, hi: int) -> int:
-        raise NotImplementedError
+        """An integer in [lo, hi]."""
 
     def choice(self, items: Sequence[X]) -> X:
         return items[self.int(0, len(items) - 1)]
@@ -107,7 +109,7 @@ class Program:
         return (
             '"""A generated program (differential test)."""\n\n# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)\n\nfrom __future__ import annotations\n\n'
             "import hydrolite as hl\nfrom hydrolite import nondet\n"
-            f"{HELPERS}\n\nclass P:\n    pass\n\n\nND = nondet(\"generated: any batching is legal\")\n\n\n"
+            f"{HELPERS}\n\nclass P:\n    \"\"\"The generated program's process.\"\"\"\n\n\nND = nondet(\"generated: any batching is legal\")\n\n\n"
             f"def build() -> hl.Flow:\n{body}\n    return flow.finalize()\n"
         )
 

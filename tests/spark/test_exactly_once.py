@@ -25,7 +25,8 @@ from pyspark.sql import SparkSession
 
 from examples import counter
 from hydrolite.planner.spark.feed import FeedWriter
-from hydrolite.planner.spark.runtime import FAULT_POINTS, FlowRunner, InjectedFault, fault_from_env
+from hydrolite.planner.spark.faults import FAULT_POINTS, InjectedFault, fault_from_env
+from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
 
 pytestmark = pytest.mark.spark

@@ -33,7 +33,8 @@ from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.offsets import batch_files, queries, read_offset_log
 from hydrolite.planner.spark.ports import FileInput
 from hydrolite.planner.spark.remap import RemapLog, read_remap, source_files
-from hydrolite.planner.spark.runtime import FlowRunner, InjectedFault
+from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 
 pytestmark = pytest.mark.spark

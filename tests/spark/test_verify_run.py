@@ -16,7 +16,8 @@ from pyspark.sql import SparkSession
 
 from examples import counter
 from hydrolite.cli import main
-from hydrolite.planner.spark.runtime import FlowRunner, InjectedFault
+from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.verify import verify_run
 from tests.spark.test_exactly_once import _inputs as feed_inputs
 from tests.spark.test_exactly_once import outputs, write_feeds

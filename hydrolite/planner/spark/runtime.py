@@ -47,38 +47,16 @@ from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .pyfn import map_in_arrow, reencode
+from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .types import NONE, OPAQUE, HType, from_python
 from .values import Scalar, SFrame, Val, frame_of
 
-FaultHook = Callable[[str, str, int], None]  # (point, query name, batch id)
-FAULT_POINTS = ("before_state", "before_outputs", "between_sinks", "after_sinks")
 _query_ids = itertools.count()
 
 
 HEARTBEAT = "heartbeat"  # the input name of a stage's heartbeat feed
 _HELD = "held-batches"  # state key: input rows of batches whose tick could not run yet
-
-
-class InjectedFault(RuntimeError):
-    """Raised by a fault hook to simulate a crash inside a micro-batch (tests)."""
-
-
-def fault_from_env(value: str | None = None) -> FaultHook | None:
-    """`HYDROLITE_FAULT=ACTION:POINT:QUERY:BATCH` (ACTION: kill = exit at once, raise = an exception)."""
-    spec = value if value is not None else os.environ.get("HYDROLITE_FAULT")
-    if not spec:
-        return None
-    action, point, query, batch = spec.split(":")
-
-    def hook(p: str, q: str, b: int) -> None:
-        if p == point and q == query and b == int(batch):
-            if action == "kill":
-                sys.stdout.flush()
-                os._exit(137)
-            raise InjectedFault(f"injected fault at {p} of batch {b} of query {q!r}")
-
-    return hook
 
 
 @dataclass

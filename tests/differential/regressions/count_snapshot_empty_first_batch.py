@@ -8,7 +8,7 @@ from hydrolite import nondet
 
 
 class P:
-    pass
+    """The program's process."""
 
 
 ND = nondet("generated: any batching is legal")

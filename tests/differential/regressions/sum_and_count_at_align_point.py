@@ -9,7 +9,7 @@ from hydrolite import nondet
 
 
 class P:
-    pass
+    """The program's process."""
 
 
 ND = nondet("any batching is legal")

@@ -20,7 +20,7 @@ from tests.differential.gen_helpers import (
 
 
 class P:
-    pass
+    """The program's process."""
 
 
 ND = nondet("generated: any batching is legal")
