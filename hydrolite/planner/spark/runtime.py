@@ -396,7 +396,9 @@ class StageRunner:
     def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
         sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
         rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
-        record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
+        if sink.port not in self.runner.typed_sinks:  # once per run: the types do not change
+            record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
+            self.runner.typed_sinks.add(sink.port)
         if rows is not None:
             self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
 
@@ -456,6 +458,7 @@ class FlowRunner:
         _pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
         _record_bindings(self.checkpoint, self.inputs, self.outputs)
+        self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded
 
     def _channel_type(self, ch: Channel) -> tuple[HType, HType | None]:
         vt = from_python(ch.node.meta.elem) or OPAQUE

@@ -125,8 +125,7 @@ class SparkPlanError(FlowError):
     """The program uses something the Spark planner cannot run."""
 
 
-def _check_supported(flow: Flow) -> None:
-    roles = classify(flow)
+def _check_supported(flow: Flow, roles: Roles) -> None:
     for node in flow.nodes():
         loc = node.meta.loc
         top = loc.outer if isinstance(loc, TickId) else loc
@@ -202,8 +201,9 @@ def plan_flow(flow: Flow) -> Plan:
     from ...passes.align import align_flow
 
     aligned = flow if flow.aligned else align_flow(flow)
-    _check_supported(aligned)
-    plan = _Cutter(aligned).cut()
+    roles = classify(aligned)
+    _check_supported(aligned, roles)
+    plan = _Cutter(aligned, roles).cut()
     for ch in plan.channels:
         if ch.node.meta.kind is Kind.KEYED_SINGLETON:
             raise SparkPlanError(
@@ -215,7 +215,8 @@ def plan_flow(flow: Flow) -> Plan:
 
 
 class _Cutter:
-    def __init__(self, flow: Flow) -> None:
+    def __init__(self, flow: Flow, roles: Roles) -> None:
+        self.roles = roles
         self.flow = flow
         self.order = flow.nodes()
         self.parents = parents_of(self.order)
@@ -225,9 +226,8 @@ class _Cutter:
         self._assign_homes()
         keys = self._stage_keys()
         stages = [self._new_stage(i, k) for i, k in enumerate(keys)]
-        roles = classify(self.flow)
         for st in stages:
-            st.roles = roles
+            st.roles = self.roles
         by_key = {k: s for k, s in zip(keys, stages)}
         members: dict[str, set[int]] = {k: set() for k in keys}
         channels: dict[int, Channel] = {}

@@ -204,7 +204,7 @@ class _Query:
     nodes: dict[str, n.Node]  # input name -> node it delivers
 
 
-def _same(sink: n.Sink, spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
+def _same(spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
     if ordered:
         return spark_out == model
     return sorted(map(repr, spark_out)) == sorted(map(repr, model))
@@ -288,7 +288,7 @@ def verify_plan(
                 model = r.outputs[sink.port]
                 report.outputs += len(wrote)
                 ordered = sink.meta.ordered and isinstance(outputs[sink.port], MemorySink)
-                if not _same(sink, wrote, model, ordered):
+                if not _same(wrote, model, ordered):
                     report.divergences.append(Divergence(stage.name, sink.port, r.batch_id, wrote, model, operator_chain(sink)))
     report.divergences.sort(key=lambda d: d.batch_id)
     return report
