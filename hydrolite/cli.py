@@ -67,7 +67,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .planner.spark.stages import plan_flow
 
     _, flow = load_program(args.program)
-    print(RENDERERS[args.format](plan_flow(flow)))
+    plan = plan_flow(flow)
+    if args.against is not None:
+        from .planner.spark.upgrade import reconcile
+
+        if not os.path.isdir(args.against):
+            raise SystemExit(f"hydrolite: error: --against {args.against}: no such checkpoint directory")
+        recon = reconcile(plan, args.against, args.reset_state)
+        print(recon.render())
+        return 1 if recon.refused else 0
+    print(RENDERERS[args.format](plan))
     return 0
 
 
@@ -118,6 +127,7 @@ def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: s
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .planner.spark.faults import fault_from_env
+    from .planner.spark.lock import CheckpointLock
     from .planner.spark.runtime import FlowRunner
     from .planner.spark.session import spark_session
 
@@ -130,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     checkpoint = os.path.abspath(args.checkpoint or os.path.join(".hydrolite", flow.name))
     conf = _pairs(args.conf, "--conf")
     print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
+    lock = CheckpointLock(checkpoint)  # one runner per checkpoint, before anything is written
     spark = spark_session(args.master, conf)
     unbound = sorted(p for p in flow.sources if p not in inputs)
     if unbound:
@@ -138,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for port in flow.sinks:
         outputs.setdefault(port, "console")
     finite = all(not str(v).startswith("rate") for v in inputs.values())
-    runner = FlowRunner(flow, spark=spark, checkpoint=checkpoint, inputs=inputs, outputs=outputs, fault=fault_from_env())
+    runner = FlowRunner(flow, spark=spark, checkpoint=checkpoint, inputs=inputs, outputs=outputs, fault=fault_from_env(), reset_state=args.reset_state, lock=lock)
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
     progress = _Progress(runner)
@@ -225,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--checkpoint", help="checkpoint directory (default .hydrolite/<program name>); rerun to resume")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
     mode = run.add_mutually_exclusive_group()
+    run.add_argument("--reset-state", action="append", default=[], metavar="OP@FILE:LINE",
+                     help="accept that this operator's state starts empty (or is dropped) when resuming an edited program; "
+                     "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)")
     mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
     mode.add_argument("--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input")
     run.set_defaults(fn=cmd_run)
@@ -232,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="show the queries, merged ticks and aligned regions")
     plan.add_argument("program")
     plan.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
+    plan.add_argument("--against", metavar="CHECKPOINT", help="compare with the plan a checkpoint recorded: what resumes, what state would be lost (exit 1 when the run would be refused)")
+    plan.add_argument("--reset-state", action="append", default=[], metavar="OP@FILE:LINE", help="as for run: accept that this operator's state starts empty / is dropped")
     plan.set_defaults(fn=cmd_plan)
 
     offsets = sub.add_parser("offsets", help="show, per tick (micro-batch), the source offsets it covered")

@@ -25,6 +25,9 @@ class Node:
 
     meta: Meta
     site: CallSite
+    #: The user's name for the operator (`name=`): its state's identity across program
+    #: versions (see `hydrolite.ir.stable`); None lets a structural fingerprint decide.
+    name: str | None = None
     op: ClassVar[str] = "node"  # the operator's user-facing name, used in dumps
     #: A choice point into a tick (`Batch`, `Snapshot`) when its input lives outside the tick.
     entry: ClassVar[bool] = False
@@ -32,6 +35,9 @@ class Node:
     push_root: ClassVar[bool] = False
     #: Keeps state across ticks whatever its role (previous-tick values, run-once inputs).
     always_stateful: ClassVar[bool] = False
+    #: Element-wise and stateless: inserting, removing or editing it upstream of a stateful
+    #: operator does not change that operator's state identity (`hydrolite.ir.stable`).
+    passthrough: ClassVar[bool] = False
 
     def keeps_history(self) -> bool:
         """Whether, outside a tick body, its output depends on earlier inputs, not only on
@@ -57,6 +63,7 @@ class Node:
             f.name: getattr(self, f.name)
             for f in fields(self)
             if f.name not in ("meta", "site") and not isinstance(getattr(self, f.name), Node)
+            and not (f.name == "name" and self.name is None)
         }
 
 
@@ -116,6 +123,7 @@ class Map(Unary):
 
     f: Callable[..., Any]
     op: ClassVar[str] = "map"
+    passthrough: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -124,6 +132,7 @@ class Filter(Unary):
 
     f: Callable[..., Any]
     op: ClassVar[str] = "filter"
+    passthrough: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -132,6 +141,7 @@ class FilterMap(Unary):
 
     f: Callable[..., Any]
     op: ClassVar[str] = "filter_map"
+    passthrough: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -140,6 +150,7 @@ class FlatMap(Unary):
 
     f: Callable[..., Any]
     op: ClassVar[str] = "flat_map"
+    passthrough: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -148,6 +159,7 @@ class Inspect(Unary):
 
     f: Callable[..., Any]
     op: ClassVar[str] = "inspect"
+    passthrough: ClassVar[bool] = True
 
 
 # ---------------------------------------------------------------- aggregation
@@ -424,6 +436,7 @@ class AssumeOrdering(Unary):
 
     nondet: NonDet
     op: ClassVar[str] = "assume_ordering"
+    passthrough: ClassVar[bool] = True
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -431,6 +444,7 @@ class WeakenOrdering(Unary):
     """Forget the order of a stream (always safe)."""
 
     op: ClassVar[str] = "weaken_ordering"
+    passthrough: ClassVar[bool] = True
 
 
 # ---------------------------------------------------------------- network

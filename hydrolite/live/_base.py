@@ -49,6 +49,14 @@ class Live:
 
     # ------------------------------------------------------------- building
     def _derive(self, cls: type[LiveT], node_cls: type[Node], meta: Meta, loc: Location | None = None, **fields: Any) -> LiveT:
+        name = fields.get("name")
+        if name is not None and (not isinstance(name, str) or not name.strip() or name != name.strip()):
+            raise BuildError(
+                f"{node_cls.op}(name=...)",
+                required="a non-empty string without surrounding spaces (the operator's state identity)",
+                found=repr(name),
+                fix='pass a short stable name, e.g. name="clicks_per_user", or leave it out',
+            )
         node = node_cls(meta=meta, site=capture_site(), **fields)
         return cls(node, self._loc if loc is None else loc)
 

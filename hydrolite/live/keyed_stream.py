@@ -61,51 +61,51 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         self._need_fn(f, "inspect()")
         return self._derive(KeyedStream, n.Inspect, self._meta, input=self._node, f=f)
 
-    def enumerate(self: KeyedStream[K, V, L, B, TotalOrder]) -> KeyedStream[K, tuple[int, V], L, B, TotalOrder]:
+    def enumerate(self: KeyedStream[K, V, L, B, TotalOrder], *, name: str | None = None) -> KeyedStream[K, tuple[int, V], L, B, TotalOrder]:
         """Pair each value with its position within its key."""
         self._need_ordered("enumerate()", _FIX)
-        return self._derive(KeyedStream, n.Enumerate, self._meta.but(elem=None), input=self._node)
+        return self._derive(KeyedStream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
 
-    def unique(self) -> KeyedStream[K, V, L, B, O]:
+    def unique(self, *, name: str | None = None) -> KeyedStream[K, V, L, B, O]:
         """Drop values already seen for the same key."""
-        return self._derive(KeyedStream, n.Unique, self._meta, input=self._node)
+        return self._derive(KeyedStream, n.Unique, self._meta, input=self._node, name=name)
 
     # ------------------------------------------------------------- per key aggregation
-    def fold(self: KeyedStream[K, V, L, B, TotalOrder], init: A, f: Callable[[A, V], A]) -> KeyedSingleton[K, A, L, B]:
+    def fold(self: KeyedStream[K, V, L, B, TotalOrder], init: A, f: Callable[[A, V], A], *, name: str | None = None) -> KeyedSingleton[K, A, L, B]:
         """Per key: acc = f(acc, v) in order, from init."""
         self._need_ordered("fold()", _FIX)
         self._need_fn(f, "fold()")
-        return self._agg(n.Fold, type(init), init=init, f=f, commutative=False)
+        return self._agg(n.Fold, type(init), init=init, f=f, commutative=False, name=name)
 
-    def fold_commutative(self, init: A, f: Callable[[A, V], A]) -> KeyedSingleton[K, A, L, B]:
+    def fold_commutative(self, init: A, f: Callable[[A, V], A], *, name: str | None = None) -> KeyedSingleton[K, A, L, B]:
         """Per-key fold whose result does not depend on the order of values."""
         self._need_fn(f, "fold_commutative()")
-        return self._agg(n.Fold, type(init), init=init, f=f, commutative=True)
+        return self._agg(n.Fold, type(init), init=init, f=f, commutative=True, name=name)
 
-    def reduce(self: KeyedStream[K, V, L, B, TotalOrder], f: Callable[[V, V], V]) -> KeyedSingleton[K, V, L, B]:
+    def reduce(self: KeyedStream[K, V, L, B, TotalOrder], f: Callable[[V, V], V], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
         """Per key: combine values in order (e.g. `lambda old, new: new` keeps the latest)."""
         self._need_ordered("reduce()", _FIX)
         self._need_fn(f, "reduce()")
-        return self._agg(n.Reduce, self._meta.elem, f=f, commutative=False)
+        return self._agg(n.Reduce, self._meta.elem, f=f, commutative=False, name=name)
 
-    def reduce_commutative(self, f: Callable[[V, V], V]) -> KeyedSingleton[K, V, L, B]:
+    def reduce_commutative(self, f: Callable[[V, V], V], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
         """Per-key reduce with a commutative, associative f."""
         self._need_fn(f, "reduce_commutative()")
-        return self._agg(n.Reduce, self._meta.elem, f=f, commutative=True)
+        return self._agg(n.Reduce, self._meta.elem, f=f, commutative=True, name=name)
 
-    def count(self) -> KeyedSingleton[K, int, L, B]:
+    def count(self, *, name: str | None = None) -> KeyedSingleton[K, int, L, B]:
         """Per key: how many values."""
-        return self._agg(n.Count, int)
+        return self._agg(n.Count, int, name=name)
 
-    def first(self: KeyedStream[K, V, L, B, TotalOrder]) -> KeyedSingleton[K, V, L, B]:
+    def first(self: KeyedStream[K, V, L, B, TotalOrder], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
         """Per key: the first value."""
         self._need_ordered("first()", _FIX)
-        return self._agg(n.First, self._meta.elem)
+        return self._agg(n.First, self._meta.elem, name=name)
 
-    def last(self: KeyedStream[K, V, L, B, TotalOrder]) -> KeyedSingleton[K, V, L, B]:
+    def last(self: KeyedStream[K, V, L, B, TotalOrder], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
         """Per key: the last value."""
         self._need_ordered("last()", _FIX)
-        return self._agg(n.Last, self._meta.elem)
+        return self._agg(n.Last, self._meta.elem, name=name)
 
     def _agg(self, node_cls: type[n.Node], elem: Any, **fields: Any) -> KeyedSingleton[Any, Any, Any, Any]:
         meta = self._meta.but(kind=Kind.KEYED_SINGLETON, ordered=True, elem=elem)

@@ -67,57 +67,57 @@ class Stream(Live, Generic[T, L, B, O]):
         return self._derive(Stream, n.Inspect, self._meta, input=self._node, f=f)
 
     # ------------------------------------------------------------- aggregation
-    def fold(self: Stream[T, L, B, TotalOrder], init: A, f: Callable[[A, T], A]) -> Singleton[A, L, B]:
+    def fold(self: Stream[T, L, B, TotalOrder], init: A, f: Callable[[A, T], A], *, name: str | None = None) -> Singleton[A, L, B]:
         """acc = f(acc, x) over the elements in order, starting from init (f returns the new acc)."""
         self._need_ordered("fold()", _FOLD_FIX)
         self._need_fn(f, "fold()")
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init))
-        return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=False)
+        return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=False, name=name)
 
-    def fold_commutative(self, init: A, f: Callable[[A, T], A]) -> Singleton[A, L, B]:
+    def fold_commutative(self, init: A, f: Callable[[A, T], A], *, name: str | None = None) -> Singleton[A, L, B]:
         """Like fold, declaring that the result does not depend on the order of elements."""
         self._need_fn(f, "fold_commutative()")
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init))
-        return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=True)
+        return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=True, name=name)
 
-    def reduce(self: Stream[T, L, B, TotalOrder], f: Callable[[T, T], T]) -> OptionalSingleton[T, L, B]:
+    def reduce(self: Stream[T, L, B, TotalOrder], f: Callable[[T, T], T], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
         """Combine elements in order; empty while no element arrived."""
         self._need_ordered("reduce()", _FOLD_FIX.replace("fold_", "reduce_"))
         self._need_fn(f, "reduce()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
-        return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=False)
+        return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=False, name=name)
 
-    def reduce_commutative(self, f: Callable[[T, T], T]) -> OptionalSingleton[T, L, B]:
+    def reduce_commutative(self, f: Callable[[T, T], T], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
         """Like reduce, declaring that f is commutative and associative."""
         self._need_fn(f, "reduce_commutative()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
-        return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=True)
+        return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=True, name=name)
 
-    def count(self) -> Singleton[int, L, B]:
+    def count(self, *, name: str | None = None) -> Singleton[int, L, B]:
         """The number of elements so far (top level) or in this batch (in a tick)."""
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=int)
-        return self._derive(_sg.Singleton, n.Count, meta, input=self._node)
+        return self._derive(_sg.Singleton, n.Count, meta, input=self._node, name=name)
 
-    def first(self: Stream[T, L, B, TotalOrder]) -> OptionalSingleton[T, L, B]:
+    def first(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
         """The first element, if any."""
         self._need_ordered("first()", "sort() or assume_ordering(nondet(...)) first")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
-        return self._derive(_sg.OptionalSingleton, n.First, meta, input=self._node)
+        return self._derive(_sg.OptionalSingleton, n.First, meta, input=self._node, name=name)
 
-    def last(self: Stream[T, L, B, TotalOrder]) -> OptionalSingleton[T, L, B]:
+    def last(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
         """The last element, if any."""
         self._need_ordered("last()", "sort() or assume_ordering(nondet(...)) first")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
-        return self._derive(_sg.OptionalSingleton, n.Last, meta, input=self._node)
+        return self._derive(_sg.OptionalSingleton, n.Last, meta, input=self._node, name=name)
 
-    def enumerate(self: Stream[T, L, B, TotalOrder]) -> Stream[tuple[int, T], L, B, TotalOrder]:
+    def enumerate(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> Stream[tuple[int, T], L, B, TotalOrder]:
         """Pair each element with its position (0, 1, ...)."""
         self._need_ordered("enumerate()", "sort() or assume_ordering(nondet(...)) first")
-        return self._derive(Stream, n.Enumerate, self._meta.but(elem=None), input=self._node)
+        return self._derive(Stream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
 
-    def unique(self) -> Stream[T, L, B, O]:
+    def unique(self, *, name: str | None = None) -> Stream[T, L, B, O]:
         """Drop elements equal to one seen before."""
-        return self._derive(Stream, n.Unique, self._meta, input=self._node)
+        return self._derive(Stream, n.Unique, self._meta, input=self._node, name=name)
 
     def sort(self: Stream[T, L, Bounded, O], key: Callable[[T], Any] | None = None) -> Stream[T, L, Bounded, TotalOrder]:
         """Sort a bounded stream (by key when given)."""

@@ -9,6 +9,7 @@ from ..errors import BuildError, FlowError
 from ..ir import nodes as n
 from ..ir.graph import AlignPointInfo, Flow
 from ..ir.ids import AlignId, ClusterId, CycleId, ProcessId, TickId, TopId
+from ..ir.stable import duplicate_names
 from .locations import Cluster, Process, T, Tag
 
 
@@ -130,7 +131,7 @@ class FlowBuilder:
                 fix="call handle.complete_next_tick(collection) on the handle this call returned",
             )
         self._finished = True
-        return Flow(
+        flow = Flow(
             roots=tuple(self._roots),
             sources=dict(self._sources),
             sinks=dict(self._sinks),
@@ -138,6 +139,14 @@ class FlowBuilder:
             align_points=tuple(self._aligns),
             name=self.name,
         )
+        for name, nodes in duplicate_names(flow.nodes()):
+            sites = ", ".join(f"{x.op}() at {x.site}" for x in nodes)
+            raise FlowError(
+                f"the operator name {name!r} is given to {len(nodes)} operators ({sites})",
+                site=nodes[1].site,
+                fix="give each operator its own name= (a name is the identity of its state in a checkpoint)",
+            )
+        return flow
 
 
 __all__ = ["FlowBuilder", "T"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import hydrolite as hl
@@ -84,7 +86,7 @@ def test_tick_to_tick_edges_become_channels() -> None:
     assert isinstance(ch.node, n.AllTicks) and ch.producer == 0 and ch.consumers == [1]
     assert [s.port for s in plan.stages[0].sinks] == ["doubled"]  # tick A's outputs stay in its query
     assert plan.stages[1].sources == [] and plan.stages[1].channels_in == [ch]
-    assert "channel ch0_all_ticks from query 0" in render_text(plan)
+    assert re.search(r"channel ch_all_ticks-[0-9a-f]{10} from query 0", render_text(plan))  # named by its stable id
 
 
 def test_clusters_are_rejected_with_the_users_line() -> None:

@@ -48,7 +48,7 @@ class BatchCtx:
     batch_id: int
     state: BatchState
     inputs: dict[int, Val]  # source / channel nodes -> this batch's delta
-    keys: dict[int, str]  # node -> stable name for state ("<index>:<op>")
+    keys: dict[int, str]  # node -> the key of its state (`Stage.state_keys`)
     vals: dict[int, Val] = field(default_factory=dict)
     outputs: dict[str, SFrame] = field(default_factory=dict)  # sink port -> output
     channel_outputs: dict[str, Val] = field(default_factory=dict)
@@ -83,10 +83,6 @@ class BatchCtx:
 
     def note_fn(self, node: n.Node, path: str) -> None:
         self.fn_paths[f"{node.op}() {site_of(node)}"] = path
-
-
-def stage_keys(stage: Stage) -> dict[int, str]:
-    return {id(x): f"{i}:{x.op}" for i, x in enumerate(stage.nodes)}
 
 
 def evaluate(ctx: BatchCtx) -> None:

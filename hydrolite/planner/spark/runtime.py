@@ -22,7 +22,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +40,7 @@ from ...ir.roles import static_initial
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import BadDataError, SparkRunError, site_of
-from .exec import BatchCtx, evaluate, stage_keys
+from .exec import BatchCtx, evaluate
 from .ports import ChannelOutput, FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
 from .remap import RemapLog
 from .session import spark_session
@@ -48,6 +48,8 @@ from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .pyfn import map_in_arrow, reencode
 from .faults import FaultHook, InjectedFault
+from .lock import CheckpointLock
+from .upgrade import PlanChangedError, reconcile, write_record
 from .feed import FeedWriter
 from .types import NONE, OPAQUE, HType, from_python
 from .values import Scalar, SFrame, Val, frame_of
@@ -106,13 +108,14 @@ class StageRunner:
         self.stage = stage
         self.dir = os.path.join(runner.checkpoint, stage.name)
         self.store = StateStore(os.path.join(self.dir, "state"))
-        self.keys = stage_keys(stage)
-        self.inputs = [self._source_input(s) for s in stage.sources] + [self._channel_input(c) for c in stage.channels_in]
+        self.keys = stage.state_keys
+        by_name = {s.port: self._source_input(s) for s in stage.sources} | {f"channel:{c.name}": self._channel_input(c) for c in stage.channels_in}
+        self.inputs = [by_name[name] for name in stage.input_names]  # Spark's offsets are positional
         # deferred streams (defer_tick, stream cycles) make the next run of the tick observable
         # even without new input; Spark runs a micro-batch only for new input, so the stage
         # writes an (empty) entry to its own heartbeat feed when something was deferred
-        self.deferred = [x for x in stage.nodes if isinstance(x, n.DeferTick) and x.meta.kind.streamlike]
-        if self.deferred and stage.streaming:
+        self.deferred = stage.deferred
+        if stage.has_heartbeat:
             self.inputs.append(InputSpec(HEARTBEAT, None, FeedInput(os.path.join(self.dir, "heartbeat")), NONE, None))
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
@@ -436,6 +439,8 @@ class FlowRunner:
         inputs: Mapping[str, str | InputBinding] | None = None,
         outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None = None,
         fault: FaultHook | None = None,
+        reset_state: Sequence[str] = (),
+        lock: CheckpointLock | None = None,
     ) -> None:
         self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
         self.spark = spark if spark is not None else spark_session(master)
@@ -447,6 +452,26 @@ class FlowRunner:
             )
         self.checkpoint = os.path.abspath(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
         self.fault = fault
+        # before anything is written (the CLI takes it earlier: it writes demo inputs)
+        self.lock = lock if lock is not None and lock.checkpoint == self.checkpoint else CheckpointLock(self.checkpoint)
+        try:
+            self._setup(inputs, outputs, reset_state)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _setup(
+        self,
+        inputs: Mapping[str, str | InputBinding] | None,
+        outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None,
+        reset_state: Sequence[str],
+    ) -> None:
+        recon = reconcile(self.plan, self.checkpoint, reset_state)
+        if recon.refused:
+            raise PlanChangedError(recon.render())
+        if recon.notable:
+            print(recon.render(), file=sys.stderr)
+        recon.apply()
         flow_ = self.plan.flow
         given_in = dict(inputs or {})
         missing = sorted(p for p in flow_.sources if p not in given_in)
@@ -457,6 +482,7 @@ class FlowRunner:
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
         _pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
+        write_record(self.checkpoint, recon.record())
         _record_bindings(self.checkpoint, self.inputs, self.outputs)
         self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded
 
@@ -535,6 +561,7 @@ class FlowRunner:
                 s.query.stop()
         for s in self.stages:
             s.store.close()
+        self.lock.release()
 
     def __enter__(self) -> FlowRunner:
         return self

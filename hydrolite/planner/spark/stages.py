@@ -17,6 +17,7 @@ Pure planning (no Spark needed, so `hydrolite plan` is instant):
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from ...ir.graph import AlignedRegion, Flow, parents_of
 from ...ir.ids import ClusterId, TickId
 from ...ir.meta import Kind
 from ...ir.roles import Role, Roles, classify
+from ...ir.stable import Identity, identities
 
 def where(node: n.Node) -> str:
     return f"{os.path.basename(node.site.file)}:{node.site.line}"
@@ -55,6 +57,34 @@ class Stage:
     channels_in: list[Channel] = field(default_factory=list)
     channels_out: list[Channel] = field(default_factory=list)
     roles: Roles = field(default_factory=lambda: Roles({}))  # of the whole aligned flow
+    #: node -> the key its state is stored under (its stable identity, `ir.stable`; a
+    #: checkpoint written by an earlier version of the program may map it to an older key)
+    state_keys: dict[int, str] = field(default_factory=dict)
+    #: the names of the inputs in the order of the query's union (Spark's offset log is
+    #: positional): sorted for a new query, as recorded for one resumed from a checkpoint
+    input_order: list[str] = field(default_factory=list)
+    base_name: str = ""  # the planner's name; `name` is the checkpoint directory (`upgrade`)
+
+    def __post_init__(self) -> None:
+        self.base_name = self.base_name or self.name
+
+    @property
+    def deferred(self) -> list[n.DeferTick]:
+        """Deferred streams: the next run of the tick is observable even without new input."""
+        return [x for x in self.nodes if isinstance(x, n.DeferTick) and x.meta.kind.streamlike]
+
+    @property
+    def has_heartbeat(self) -> bool:
+        """Whether the query reads its own heartbeat feed (see `runtime.HEARTBEAT`)."""
+        return self.streaming and bool(self.deferred)
+
+    @property
+    def input_names(self) -> list[str]:
+        """Source ports and channels this query reads (`channel:<name>`), in union order."""
+        names = [x.port for x in self.sources] + [f"channel:{c.name}" for c in self.channels_in]
+        if sorted(self.input_order) == sorted(names):
+            return list(self.input_order)
+        return sorted(names)
 
     @property
     def sinks(self) -> list[n.Sink]:
@@ -113,6 +143,7 @@ class Plan:
     flow: Flow  # after alignment
     stages: list[Stage]
     channels: list[Channel]
+    identities: dict[int, Identity] = field(default_factory=dict)  # node -> stable identity
 
     def stage_of_sink(self, port: str) -> Stage:
         for s in self.stages:
@@ -223,6 +254,7 @@ class _Cutter:
         self.home: dict[int, str] = {}  # node -> stage key, for nodes computed in one stage
 
     def cut(self) -> Plan:
+        ids = identities(self.order)
         self._assign_homes()
         keys = self._stage_keys()
         stages = [self._new_stage(i, k) for i, k in enumerate(keys)]
@@ -241,7 +273,7 @@ class _Cutter:
                     if ck is not None and ck != key:
                         ch = channels.get(id(child))
                         if ch is None:
-                            ch = Channel(f"ch{len(channels)}_{child.op}", child, by_key[ck].index)
+                            ch = Channel(channel_name(ids[id(child)]), child, by_key[ck].index)
                             channels[id(child)] = ch
                             by_key[ck].channels_out.append(ch)
                         if by_key[key].index not in ch.consumers:
@@ -251,7 +283,8 @@ class _Cutter:
             produced = {id(c.node) for c in stage.channels_in}
             stage.nodes = [x for x in self.order if id(x) in members[key] and id(x) not in produced]
             stage.sources = [x for x in stage.nodes if isinstance(x, n.Source)]
-        return Plan(self.flow, stages, list(channels.values()))
+            stage.state_keys = {id(x): ids[id(x)].key for x in stage.nodes}
+        return Plan(self.flow, stages, list(channels.values()), ids)
 
     # ------------------------------------------------------------- homes
     def _assign_homes(self) -> None:
@@ -326,6 +359,11 @@ class _Cutter:
 
     def _stages_of(self, node: n.Node, members: dict[str, set[int]]) -> list[str]:
         return [k for k, m in members.items() if id(node) in m]
+
+
+def channel_name(ident: Identity) -> str:
+    """A channel's directory name: the producing node's stable key, safe in any Hadoop path."""
+    return "ch_" + re.sub(r"[^A-Za-z0-9_.=-]", "_", ident.key.replace("#", "-"))
 
 
 def _upstream(node: n.Node) -> list[n.Node]:

@@ -303,7 +303,13 @@ def verify_run(flow: Flow, checkpoint: str, spark: SparkSession, inputs: Mapping
     """Verify a run from its checkpoint: port bindings default to those the run recorded."""
     from .ports import parse_input, parse_output
 
+    from .upgrade import reconcile
+
     plan = plan_flow(flow)
+    recon = reconcile(plan, checkpoint)  # the run's query directories and state keys
+    if recon.refused:
+        raise VerifyError(f"the program is not the one that wrote the checkpoint:\n{recon.render()}")
+    recon.apply()
     recorded = _recorded_bindings(checkpoint)
     ins = {p: parse_input((inputs or {}).get(p) or recorded["inputs"].get(p) or _missing("input", p)) for p in plan.flow.sources}
     # a sink the run did not record (console, callback) cannot be read back: not compared

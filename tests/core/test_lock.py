@@ -1,0 +1,76 @@
+"""One writer per checkpoint: the lock with real processes (no Spark needed).
+
+The Spark side (two runners on one checkpoint, outputs identical to one runner) is in
+tests/spark/test_upgrade.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hydrolite.planner.spark.lock import CheckpointLock, CheckpointLockedError
+
+HOLD = """
+import sys, time
+from hydrolite.planner.spark.lock import CheckpointLock
+lock = CheckpointLock(sys.argv[1])
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def _holder(ck: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(ck)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_second_runner_in_the_same_process_is_refused(tmp_path: Path) -> None:
+    first = CheckpointLock(str(tmp_path))
+    with pytest.raises(CheckpointLockedError) as info:
+        CheckpointLock(str(tmp_path))
+    msg = str(info.value)
+    assert f"checkpoint {tmp_path} is in use by another runner" in msg
+    assert f"host {socket.gethostname()}, pid {os.getpid()}, started " in msg
+    assert "fix: stop that run first" in msg
+    first.release()
+    CheckpointLock(str(tmp_path)).release()  # free again
+
+
+def test_a_live_holder_in_another_process_is_named_and_a_killed_one_is_taken_over(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    proc = _holder(tmp_path)
+    try:
+        with pytest.raises(CheckpointLockedError, match=f"pid {proc.pid}, started "):
+            CheckpointLock(str(tmp_path))
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # kill -9: no cleanup, the lock file keeps its content
+        proc.wait()
+    lock = CheckpointLock(str(tmp_path))  # the kernel dropped the flock with the process
+    try:
+        assert lock.previous is not None and lock.previous["pid"] == proc.pid
+        assert f"taking over the lock of a runner that stopped without releasing it (host {socket.gethostname()}, pid {proc.pid}" in capfd.readouterr().err
+    finally:
+        lock.release()
+
+
+def test_a_released_lock_is_taken_quietly(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    CheckpointLock(str(tmp_path)).release()
+    lock = CheckpointLock(str(tmp_path))
+    lock.release()
+    assert "taking over" not in capfd.readouterr().err
+
+
+def test_a_dropped_lock_object_releases(tmp_path: Path) -> None:
+    lock = CheckpointLock(str(tmp_path))
+    del lock
+    start = time.monotonic()
+    CheckpointLock(str(tmp_path)).release()
+    assert time.monotonic() - start < 5
