@@ -231,3 +231,18 @@ def test_a_bad_name_is_a_build_error(bad: object) -> None:
     make: Callable[[], object] = lambda: xs.count(name=bad)  # type: ignore[arg-type]
     with pytest.raises(hl.BuildError, match=r"count\(name=...\) requires a non-empty string"):
         make()
+
+
+def test_plan_against_prints_the_diff_and_fails_when_the_run_would_be_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from examples import counter as example
+    from hydrolite.cli import main
+
+    ck = checkpoint_of(example.build(), tmp_path / "ck")
+    assert main(["plan", "examples/counter.py", "--against", str(ck)]) == 0
+    assert "= query tick0: resumes after batch 2" in capsys.readouterr().out
+    edited = tmp_path / "counter_v2.py"
+    source = Path(example.__file__).read_text().replace('"increment"', '"increments"')
+    edited.write_text(source)
+    assert main(["plan", str(edited), "--against", str(ck)]) == 1
+    out = capsys.readouterr().out
+    assert "refused: 3 change(s)" in out and "removed ['increment']" in out  # the inputs, and the fold over the renamed port
