@@ -42,6 +42,7 @@ def check_flow(model: ModuleModel) -> list[Issue]:
         if issue is not None:
             issues.append(issue)
     issues.extend(_Entanglement(model).issues())
+    issues.extend(_MultiRead(model).issues())
     return issues
 
 
@@ -114,6 +115,8 @@ class _Entanglement:
     into a query's own tick is the normal pattern and never matches.
     """
 
+    entry = "batch"  # the tick entry whose calls `derive` collects
+
     def __init__(self, model: ModuleModel) -> None:
         self.model = model
         self.calls = {id(c.node): c for c in model.calls}
@@ -167,7 +170,7 @@ class _Entanglement:
         return out
 
     def derive(self, expr: cst.BaseExpression, scope: Scope, order: int, depth: int) -> frozenset[_Batch]:
-        """The `.batch(...)` calls `expr` is computed from."""
+        """The `.batch(...)` calls (`.snapshot(...)` for `_MultiRead`) `expr` is computed from."""
         if depth > _MAX_DEPTH:
             return frozenset()
         if isinstance(expr, cst.Name):
@@ -188,7 +191,7 @@ class _Entanglement:
             parts.extend(a.value for a in expr.args if not isinstance(a.value, cst.Lambda))
             func = expr.func
             parts.append(func.value if isinstance(func, cst.Attribute) else func)
-            if isinstance(func, cst.Attribute) and func.attr.value == "batch" and expr.args:
+            if isinstance(func, cst.Attribute) and func.attr.value == self.entry and expr.args:
                 found.add(self.batch(expr, func, scope, order))
         elif isinstance(expr, (cst.Attribute, cst.Subscript)):
             parts.append(expr.value)
@@ -237,6 +240,48 @@ class _Entanglement:
                 break
             expr, scope, order = binding.value, binding.scope, binding.order
         return self.key(expr, scope, order)
+
+
+# ---------------------------------------------------------------------- HL033
+_COMBINE = ("zip", "cross_singleton")
+
+
+class _MultiRead(_Entanglement):
+    """HL033: two plain `.snapshot(t, ...)`s of state with a common upstream, combined in
+    tick `t` (`a.zip(b)`, `a.cross_singleton(b)`).
+
+    Each plain snapshot may independently see any version of its state, so the pair can
+    show two versions that never existed together (a count that includes an element next
+    to a sum that does not): the inconsistent multi-read align points exist for. Both
+    sides must derive from snapshots on the same tick whose receivers start from the same
+    stream (see `_Entanglement.root`); aligned reads never match."""
+
+    entry = "snapshot"
+
+    def issues(self) -> list[Issue]:
+        flagged: dict[int, Issue] = {}
+        for call in self.model.calls:
+            if call.method not in _COMBINE or not call.node.args:
+                continue
+            func = call.node.func
+            assert isinstance(func, cst.Attribute)
+            left = self.derive(func.value, call.scope, call.order, 0)
+            right = self.derive(call.node.args[0].value, call.scope, call.order, 0)
+            pair = next(((a, b) for a in left for b in right if a is not b and a.tick == b.tick and a.root == b.root), None)
+            if pair is not None and id(call.node) not in flagged:
+                flagged[id(call.node)] = self.multi_read(call, *pair)
+        return list(flagged.values())
+
+    def multi_read(self, call: CallInfo, a: _Batch, b: _Batch) -> Issue:
+        func = call.node.func
+        anchor = func.attr if isinstance(func, cst.Attribute) else call.node
+        message = (
+            f"`.{call.method}(...)` combines two plain snapshots in tick `{a.tick_text}` of state computed from "
+            f"`{a.root_text}`: each may see a different version, so together they can show a state that never "
+            f"existed; create align = <location>.local_align_point() and read both with "
+            f".snapshot_aligned({a.tick_text}, align, nondet(...))"
+        )
+        return Issue("HL033", message, anchor)
 
 
 def _is_source(call: cst.Call) -> bool:

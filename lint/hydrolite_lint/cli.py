@@ -114,7 +114,9 @@ class _ConfigSource:
         return self.resolved[key]
 
 
-def _discover(paths: list[Path], configs: _ConfigSource) -> Iterator[tuple[Path, Config]]:
+def _discover(paths: list[Path], configs: _ConfigSource) -> Iterator[tuple[Path, Config, bool]]:
+    """Files to lint, with their config and whether they were named on the command line
+    (a named file is always parsed, so its syntax errors are reported)."""
     seen: set[Path] = set()
     for path in paths:
         if not path.exists():
@@ -127,7 +129,7 @@ def _discover(paths: list[Path], configs: _ConfigSource) -> Iterator[tuple[Path,
             seen.add(real)
             config = configs.for_path(file)
             if not _excluded(real, config):
-                yield file, config
+                yield file, config, file is path
 
 
 def _walk(root: Path) -> list[Path]:
@@ -150,12 +152,12 @@ def _excluded(path: Path, config: Config) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in config.exclude for name in names)
 
 
-def _run(files: list[tuple[Path, Config]], configs: _ConfigSource, fix: bool, err: TextIO) -> tuple[list[FileReport], bool]:
+def _run(files: list[tuple[Path, Config, bool]], configs: _ConfigSource, fix: bool, err: TextIO) -> tuple[list[FileReport], bool]:
     reports: list[FileReport] = []
     failed = False
-    for path, config in files:
+    for path, config, named in files:
         try:
-            reports.append(lint_file(path, config, fix=fix))
+            reports.append(lint_file(path, config, fix=fix, always_parse=named))
         except OSError as exc:
             print(f"hydrolite-lint: error: {path}: {exc.strerror or exc}", file=err)
             failed = True

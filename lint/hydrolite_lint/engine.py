@@ -46,10 +46,16 @@ def mentions_hydrolite(source: str, config: Config = _DEFAULT) -> bool:
     return "hydrolite" in source or any(mod in source for mod in config.reexports)
 
 
-def lint_source(source: str, path: str = "<string>", config: Config = _DEFAULT, *, fix: bool = False) -> FileReport:
-    """Lint `source` (reported as `path`); with `fix`, apply safe fixes and lint the result."""
+def lint_source(source: str, path: str = "<string>", config: Config = _DEFAULT, *, fix: bool = False, always_parse: bool = False) -> FileReport:
+    """Lint `source` (reported as `path`); with `fix`, apply safe fixes and lint the result.
+
+    A source that never names hydrolite is skipped unparsed, unless `always_parse` (a file
+    named on the command line): then its syntax errors are still reported, as ruff does."""
     report = FileReport(path)
     if not mentions_hydrolite(source, config):
+        if always_parse:
+            with _gc_paused():
+                _parse(source, path, report)
         return report
     with _gc_paused():
         return _lint(source, path, config, fix, report)
@@ -70,14 +76,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _lint(source: str, path: str, config: Config, fix: bool, report: FileReport) -> FileReport:
+def _parse(source: str, path: str, report: FileReport) -> cst.Module | None:
+    """The module, or None with the syntax error added to the report."""
     try:
-        module = cst.parse_module(source)
+        return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         report.findings.append(_syntax_error(path, exc.raw_line, exc.raw_column + 1, exc.message))
-        return report
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         report.findings.append(_syntax_error(path, 1, 1, f"cannot parse: {type(exc).__name__}"))
+    return None
+
+
+def _lint(source: str, path: str, config: Config, fix: bool, report: FileReport) -> FileReport:
+    module = _parse(source, path, report)
+    if module is None:
         return report
     issues = _issues(module, config)
     if fix:
@@ -88,7 +100,7 @@ def _lint(source: str, path: str, config: Config, fix: bool, report: FileReport)
     return report
 
 
-def lint_file(path: Path, config: Config = _DEFAULT, *, fix: bool = False, display: str | None = None) -> FileReport:
+def lint_file(path: Path, config: Config = _DEFAULT, *, fix: bool = False, display: str | None = None, always_parse: bool = False) -> FileReport:
     """Lint a file on disk, writing it back (same encoding) when fixes applied."""
     shown = display if display is not None else str(path)
     data = path.read_bytes()
@@ -100,7 +112,7 @@ def lint_file(path: Path, config: Config = _DEFAULT, *, fix: bool = False, displ
         return FileReport(shown, [_syntax_error(shown, 1, 1, f"cannot decode: {message}")])
     if encoding == "utf-8-sig" and text.startswith("\ufeff"):
         text = text[1:]
-    report = lint_source(text, shown, config, fix=fix)
+    report = lint_source(text, shown, config, fix=fix, always_parse=always_parse)
     report.encoding = encoding
     if report.source is not None:
         path.write_bytes(report.source.encode(encoding))

@@ -36,6 +36,7 @@ RULES: dict[str, Rule] = {
         Rule("HL030", "latest-then-snapshot", ".latest() followed by .snapshot(): the snapshot is not consistent with the tick it came from"),
         Rule("HL031", "end-atomic-then-snapshot", ".end_atomic().snapshot(): the legacy pattern loses consistency at end_atomic()"),
         Rule("HL032", "tick-entanglement", "a query is batched into another computation's tick only to read its state consistently"),
+        Rule("HL033", "unaligned-multi-read", "two plain snapshots of state with a common upstream are combined in one tick (zip, cross_singleton)"),
         Rule("HL040", "legacy-atomic", "atomic()/end_atomic() do not exist in hydrolite: rewrite with an align point"),
     )
 }

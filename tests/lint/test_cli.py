@@ -208,3 +208,10 @@ def test_pre_commit_manifest() -> None:
     hook = hooks[0]
     assert hook["entry"] == "hydrolite-lint" and hook["language"] == "python" and hook["types"] == ["python"]
     assert any(dep.startswith("libcst") for dep in hook["additional_dependencies"])
+
+
+def test_a_named_file_is_parsed_even_without_hydrolite(tmp_path: Path) -> None:
+    broken = write(tmp_path / "pkg" / "broken.py", "def f(:\n    pass\n")
+    status, out, _ = cli(broken)  # named: its syntax error is reported (as ruff/flake8 do)
+    assert status == 1 and out.startswith(f"{broken}:") and "HL000 syntax error" in out
+    assert cli(tmp_path / "pkg") == (0, "", "")  # found by walking a directory: skipped unparsed
