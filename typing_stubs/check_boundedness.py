@@ -1,4 +1,4 @@
-"""Typing contract: operators that need the whole input need `Bounded` (DESIGN.md §1).
+"""Typing contract: operators that need the whole input need `Bounded` (docs/design.md §1).
 
 sort and chain (both sides), anti_join's negative side, cross_singleton's singleton, and
 the keyed-singleton lookups all need a collection that ends: one batch inside a tick, or a

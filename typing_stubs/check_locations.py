@@ -1,4 +1,4 @@
-"""Typing contract: locations, network sends, align points and nondet (DESIGN.md §1-2).
+"""Typing contract: locations, network sends, align points and nondet (docs/design.md §1-2).
 
 Location tags are invariant, so collections of `Process[A]` and `Process[B]`, of a tick and
 its outer location, or of a cluster and a process never mix. Sends move data between

@@ -1,4 +1,4 @@
-"""Typing contract: order-sensitive operators need TotalOrder (DESIGN.md §1).
+"""Typing contract: order-sensitive operators need TotalOrder (docs/design.md §1).
 
 fold / reduce / first / last / enumerate observe the order of elements, so they require a
 `TotalOrder` collection, for plain and keyed streams alike. Over `NoOrder` the program

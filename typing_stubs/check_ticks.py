@@ -1,4 +1,4 @@
-"""Typing contract: entering, leaving and stepping ticks (DESIGN.md §1).
+"""Typing contract: entering, leaving and stepping ticks (docs/design.md §1).
 
 * batch / snapshot are taken from top-level collections into a tick *of the same location*;
 * all_ticks / latest / defer_tick / into_stream exist only inside a tick;

@@ -193,7 +193,7 @@ class Stream(Live, Generic[T, L, B, O]):
         return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd)
 
     def batch_aligned(self: Stream[T, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> Stream[T, Tick[P], Bounded, O]:
-        """Like batch, consistent with every other use of the align point (see DESIGN.md §2)."""
+        """Like batch, consistent with every other use of the align point (see docs/design.md §2)."""
         tid = self._need_tick_of(tick, "batch_aligned()")
         ap = self._need_align_of(align, "batch_aligned()")
         nd = self._need_nondet(nondet, "batch_aligned()")

@@ -188,7 +188,7 @@ class MemberId(Generic[Tag]):
 
 
 class LocalAlignPoint(Generic[P]):
-    """An align point on one location (see DESIGN.md §2): generic, so mixing locations is a type error."""
+    """An align point on one location (see docs/design.md §2): generic, so mixing locations is a type error."""
 
     __slots__ = ("loc", "id", "site")
 

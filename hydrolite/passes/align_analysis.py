@@ -1,6 +1,6 @@
 """Alignment analysis: for each align point, its uses, shared upstreams and region.
 
-Pure functions over a finished `Flow` (DESIGN.md §2, seed 002 "Compilation"):
+Pure functions over a finished `Flow` (docs/design.md §2):
 
 1. the *uses* of a point are its aligned reads (`batch_aligned` / `snapshot_aligned`) and its
    releases (`release_aligned`);

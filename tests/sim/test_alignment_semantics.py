@@ -1,6 +1,6 @@
 """Alignment semantics under the simulator, beyond the seed's single-path scenario.
 
-Property (seed 002): after a client has received k acks, every later answer counts at
+Property (the alignment guarantee, docs/design.md §2): after a client has received k acks, every later answer counts at
 least k increments. The naive counter breaks it; the aligned one keeps it on every schedule.
 """
 
