@@ -60,10 +60,11 @@ def project(sf: SFrame, v: Column, vt: HType, extra_order: tuple[str, ...] = ())
 
 # ------------------------------------------------------------------ element-wise
 _KIND = {n.Map: "map", n.Filter: "filter", n.FilterMap: "filter_map", n.FlatMap: "flat_map", n.Inspect: "inspect"}
+ElementWise = n.Map | n.Filter | n.FilterMap | n.FlatMap | n.Inspect  # nodes applying f per element
 
 
 @handles(n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect)
-def elementwise_op(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def elementwise_op(ctx: BatchCtx, node: ElementWise, args: list[Val]) -> Val:
     kind = _KIND[type(node)]
     (x,) = args
     if isinstance(x, SFrame):
@@ -76,7 +77,7 @@ def elementwise_op(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
     return _apply_store_table(ctx, node, kind, x)
 
 
-def apply_stream(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
+def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFrame:
     reason = "inspect() runs Python for its side effect"
     if kind != "inspect":
         try:
@@ -118,7 +119,7 @@ def _flat_item_type(f: Any, vt: HType) -> HType:
     return t if t is not None and not isinstance(t, NoneT) else OPAQUE
 
 
-def _arrow(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
+def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFrame:
     if kind == "map":
         out_t = infer_result(node.f, [sf.vt])
     elif kind == "filter_map":
@@ -139,7 +140,7 @@ def _arrow(ctx: BatchCtx, node: Any, kind: str, sf: SFrame) -> SFrame:
     return SFrame(df.select(*order, *(["k"] if sf.keyed else []), "v"), out_t, sf.kt, order)
 
 
-def _kernel(ctx: BatchCtx, node: Any, kind: str, values: list[Any], keyed: bool = False) -> list[Any]:
+def _kernel(ctx: BatchCtx, node: ElementWise, kind: str, values: list[Any], keyed: bool = False) -> list[Any]:
     """The operator's kernel (`hydrolite.kernels`) on driver-side values; failures name the
     operator, the user's line, the element and the batch, like the Arrow path's."""
     table = KEYED_KERNELS if keyed else KERNELS
@@ -149,7 +150,7 @@ def _kernel(ctx: BatchCtx, node: Any, kind: str, values: list[Any], keyed: bool 
         raise ctx.site(node).fail(exc.element, exc.cause) from exc
 
 
-def _apply_scalar(ctx: BatchCtx, node: Any, kind: str, x: Scalar) -> Val:
+def _apply_scalar(ctx: BatchCtx, node: ElementWise, kind: str, x: Scalar) -> Val:
     if kind == "flat_map":
         items = _kernel(ctx, node, kind, [x.value]) if x.present else []
         t = of_value(items[0]) if items else None
@@ -166,7 +167,7 @@ def _apply_scalar(ctx: BatchCtx, node: Any, kind: str, x: Scalar) -> Val:
     return Scalar(True, y, t if t is not None else infer_result(node.f, [x.t]))
 
 
-def _apply_store_table(ctx: BatchCtx, node: Any, kind: str, x: KTable) -> KTable:
+def _apply_store_table(ctx: BatchCtx, node: ElementWise, kind: str, x: KTable) -> KTable:
     if kind not in ("map", "filter", "inspect"):
         raise unsupported(node, "on a keyed singleton", "use map() or filter()")
 
@@ -179,27 +180,27 @@ def _apply_store_table(ctx: BatchCtx, node: Any, kind: str, x: KTable) -> KTable
 
 # ------------------------------------------------------------------ leaves and pass-through
 @handles(n.Source)
-def source(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def source(ctx: BatchCtx, node: n.Source, args: list[Val]) -> Val:
     raise SparkRunError(f"{site_of(node)}: source port {node.port!r} is not bound to an input")
 
 
 @handles(n.TickConstant)
-def tick_constant(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def tick_constant(ctx: BatchCtx, node: n.TickConstant, args: list[Val]) -> Val:
     return Scalar(True, node.value, of_value(node.value) or OPAQUE)
 
 
 @handles(n.Batch, n.Snapshot, n.AllTicks, n.Latest, n.ReleaseAligned, n.AlignedAt, n.WeakenOrdering, n.CycleSink)
-def passthrough(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def passthrough(ctx: BatchCtx, node: n.Batch | n.Snapshot | n.AllTicks | n.Latest | n.ReleaseAligned | n.AlignedAt | n.WeakenOrdering | n.CycleSink, args: list[Val]) -> Val:
     return args[0]
 
 
 @handles(n.Send)
-def send(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def send(ctx: BatchCtx, node: n.Send, args: list[Val]) -> Val:
     return args[0]  # one Spark application: delivery is immediate, which is one legal schedule
 
 
 @handles(n.AssumeOrdering)
-def assume_ordering(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def assume_ordering(ctx: BatchCtx, node: n.AssumeOrdering, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     if sf.order:
         return sf
@@ -208,7 +209,7 @@ def assume_ordering(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.Sink)
-def sink(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def sink(ctx: BatchCtx, node: n.Sink, args: list[Val]) -> Val:
     ctx.outputs[node.port] = sframe(args[0], node)
     return args[0]
 
@@ -227,14 +228,14 @@ def pairs(ctx: BatchCtx, node: n.Node, sf: SFrame) -> tuple[DataFrame, HType, HT
 
 
 @handles(n.IntoKeyed)
-def into_keyed(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def into_keyed(ctx: BatchCtx, node: n.IntoKeyed, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     df, kt, vt = pairs(ctx, node, sf)
     return SFrame(df, vt, kt, sf.order)
 
 
 @handles(n.Entries)
-def entries(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     assert sf.kt is not None
@@ -243,35 +244,35 @@ def entries(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.Values)
-def values(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def values(ctx: BatchCtx, node: n.Values, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     return SFrame(sf.df.select(*sf.order, "v"), sf.vt, None, sf.order)
 
 
 @handles(n.IntoStream)
-def into_stream(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def into_stream(ctx: BatchCtx, node: n.IntoStream, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return frame_of(ctx.spark, [x.value] if x.present else [], x.t)
 
 
 @handles(n.IntoSingleton)
-def into_singleton(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def into_singleton(ctx: BatchCtx, node: n.IntoSingleton, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return Scalar(True, x.value if x.present else None, x.t if isinstance(x.t, OptT) else OptT(x.t))
 
 
 @handles(n.UnwrapOr)
-def unwrap_or(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def unwrap_or(ctx: BatchCtx, node: n.UnwrapOr, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return Scalar(True, x.value if x.present else node.default, x.t)
 
 
 @handles(n.Zip)
-def zip_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def zip_(ctx: BatchCtx, node: n.Zip, args: list[Val]) -> Val:
     a, b = args
     assert isinstance(a, Scalar) and isinstance(b, Scalar)
     t = TupleT((a.t, b.t))
@@ -280,7 +281,7 @@ def zip_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 # ------------------------------------------------------------------ combining
 @handles(n.CrossSingleton)
-def cross_singleton(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def cross_singleton(ctx: BatchCtx, node: n.CrossSingleton, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     s = args[1]
     assert isinstance(s, Scalar)
@@ -299,7 +300,7 @@ def _need_bounded(ctx: BatchCtx, node: n.Node) -> None:
 
 
 @handles(n.CrossProduct)
-def cross_product(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def cross_product(ctx: BatchCtx, node: n.CrossProduct, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     a, b = sframe(args[0], node), sframe(args[1], node)
     df = a.df.select(F.col("v").alias("_l")).crossJoin(b.df.select(F.col("v").alias("_r")))
@@ -321,7 +322,7 @@ def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
 
 
 @handles(n.Join)
-def join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
     r_df, rk, rv = pairs(ctx, node, sframe(args[1], node))
@@ -334,7 +335,7 @@ def join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.AntiJoin)
-def anti_join(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def anti_join(ctx: BatchCtx, node: n.AntiJoin, args: list[Val]) -> Val:
     if not node.left.meta.in_tick:
         raise unsupported(node, "at top level", "batch() the stream into a tick first")
     left = sframe(args[0], node)
@@ -353,7 +354,7 @@ def _orders(a: SFrame, width: int) -> list[Column]:
 
 
 @handles(n.Chain)
-def chain(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def chain(ctx: BatchCtx, node: n.Chain, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
     vt = common_type(a.vt, b.vt)
     width = max(len(a.order), len(b.order))
@@ -365,7 +366,7 @@ def chain(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.MergeUnordered)
-def merge_unordered(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def merge_unordered(ctx: BatchCtx, node: n.MergeUnordered, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
     vt = common_type(a.vt, b.vt)
     keyed = ["k"] if a.keyed else []
@@ -378,7 +379,7 @@ def merge_unordered(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.KeyedLookup)
-def keyed_lookup(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
     left = sframe(args[0], node)
     table = args[1]
     assert isinstance(table, KTable) and left.kt is not None
@@ -398,7 +399,7 @@ def keyed_lookup(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.KeyedGet)
-def keyed_get(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def keyed_get(ctx: BatchCtx, node: n.KeyedGet, args: list[Val]) -> Val:
     table, key = args
     assert isinstance(table, KTable) and isinstance(key, Scalar)
     if not key.present:
@@ -412,7 +413,7 @@ def keyed_get(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 # ------------------------------------------------------------------ ordering within a batch
 @handles(n.Sort)
-def sort(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def sort(ctx: BatchCtx, node: n.Sort, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     o = ctx.fresh()
     try:
@@ -437,7 +438,7 @@ def row_index(sf: SFrame, partition: list[str]) -> Column:
 
 
 @handles(n.Unique)
-def unique(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def unique(ctx: BatchCtx, node: n.Unique, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     if ctx.stateful(node):
         from .ops_state import unique_unbounded
@@ -451,7 +452,7 @@ def unique(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.Enumerate)
-def enumerate_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def enumerate_(ctx: BatchCtx, node: n.Enumerate, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     if ctx.stateful(node):
         from .ops_state import enumerate_unbounded
@@ -462,7 +463,7 @@ def enumerate_(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.Keys)
-def keys(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def keys(ctx: BatchCtx, node: n.Keys, args: list[Val]) -> Val:
     x = args[0]
     if isinstance(x, KTable):
         sf = table_frame(ctx.spark, x)

@@ -27,12 +27,15 @@ from .types import OPAQUE, HType, TupleT, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
 
+Aggregate = n.Fold | n.Reduce | n.Count | n.First | n.Last  # nodes folding a stream into a value
+
+
 def _acc_type(value: Any, fallback: HType) -> HType:
     t = of_value(value)
     return t if t is not None else fallback
 
 
-def _spec(node: Any, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
+def _spec(node: Aggregate, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
     """(algebra or None, has_init, init, accumulator type) of an aggregating node."""
     if isinstance(node, n.Count):
         return COUNT, True, 0, of_value(0)  # type: ignore[return-value]
@@ -47,7 +50,7 @@ def _spec(node: Any, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
 
 
 @handles(n.Fold, n.Reduce, n.Count, n.First, n.Last)
-def aggregate(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def aggregate(ctx: BatchCtx, node: Aggregate, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     alg, has_init, init, acc_t = _spec(node, sf)
     carried = ctx.stateful(node)
@@ -77,7 +80,7 @@ def _old(ctx: BatchCtx, node: n.Node, carried: bool, has_init: bool, init: Any) 
     return has_init, init
 
 
-def _global_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+def _global_algebra(ctx: BatchCtx, node: Aggregate, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
     row = sf.df.agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)], F.count(F.lit(1)).alias("n")).collect()[0]
     has, acc = _old(ctx, node, carried, has_init, init)
     if row["n"]:
@@ -89,10 +92,10 @@ def _global_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: l
     return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
 
 
-def _global_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+def _global_python(ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
     has, acc = _old(ctx, node, carried, has_init, init)
-    f = node.f if isinstance(node, (n.Fold, n.Reduce)) else None
-    assert f is not None
+    assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
+    f = node.f
     base = sf.df.select(*sf.order, "v").coalesce(1)
     fn = fold_global(f, acc, has, sf.vt, ctx.site(node), list(sf.order))
     rows = map_in_arrow(base, fn, "acc binary, n long").collect()
@@ -104,7 +107,7 @@ def _global_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: A
     return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
 
 
-def _keyed_algebra(ctx: BatchCtx, node: Any, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+def _keyed_algebra(ctx: BatchCtx, node: Aggregate, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
     assert sf.kt is not None
     grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
@@ -150,8 +153,9 @@ def _merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bo
     return one(alg.parts[0].kind, parts[0][0], init, acc_t)
 
 
-def _keyed_python(ctx: BatchCtx, node: Any, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+def _keyed_python(ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
     assert sf.kt is not None
+    assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
     kt = sf.kt
     f = node.f
     starts: dict[Any, Any] = {}
@@ -269,7 +273,7 @@ def _remember(ctx: BatchCtx, node: n.DeferTick, current: Val) -> None:
 
 
 @handles(n.DeferTick)
-def defer_tick(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def defer_tick(ctx: BatchCtx, node: n.DeferTick, args: list[Val]) -> Val:
     current = args[0]
     fallback = current.t if isinstance(current, Scalar) else current.vt
     prev = _deferred_of(node, ctx, current, fallback, node.meta.kind)
@@ -278,7 +282,7 @@ def defer_tick(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.CycleSource)
-def cycle_source(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def cycle_source(ctx: BatchCtx, node: n.CycleSource, args: list[Val]) -> Val:
     sink = next(x for x in ctx.stage.nodes if isinstance(x, n.CycleSink) and x.cycle == node.cycle)
     deferred = sink.input
     assert isinstance(deferred, n.DeferTick)
@@ -290,7 +294,7 @@ def cycle_source(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
 
 
 @handles(n.SourceIter)
-def source_iter(ctx: BatchCtx, node: Any, args: list[Val]) -> Val:
+def source_iter(ctx: BatchCtx, node: n.SourceIter, args: list[Val]) -> Val:
     """A finite literal input: all of it in the query's first batch, nothing afterwards."""
     t = from_python(node.meta.elem) or (of_value(node.values[0]) if node.values else None) or OPAQUE
     found, _ = ctx.state.get(ctx.key(node))
