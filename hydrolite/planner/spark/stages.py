@@ -136,6 +136,42 @@ class Stage:
         return False
 
 
+@dataclass(frozen=True)
+class TickHome:
+    """The stage of a (merged) tick."""
+
+    tick: TickId
+
+    @property
+    def name(self) -> str:
+        return f"tick{self.tick.index}"
+
+
+@dataclass(frozen=True)
+class MergeHome:
+    """The stage of top-level nodes that combine the outputs of several ticks."""
+
+    ticks: frozenset[TickHome]
+
+    @property
+    def name(self) -> str:
+        return "merge_" + "_".join(t.name for t in sorted(self.ticks, key=lambda t: t.tick.index))
+
+
+@dataclass(frozen=True)
+class PipelineHome:
+    """The stage of a top-level pipeline (sinks sharing an upstream, no tick on the way)."""
+
+    group: int
+
+    @property
+    def name(self) -> str:
+        return f"pipeline{self.group}"
+
+
+StageHome = TickHome | MergeHome | PipelineHome
+
+
 @dataclass
 class Plan:
     """The stages of a program, in a deterministic order."""
@@ -251,7 +287,7 @@ class _Cutter:
         self.flow = flow
         self.order = flow.nodes()
         self.parents = parents_of(self.order)
-        self.home: dict[int, str] = {}  # node -> stage key, for nodes computed in one stage
+        self.home: dict[int, StageHome] = {}  # node -> its stage, for nodes computed in one stage
 
     def cut(self) -> Plan:
         ids = identities(self.order)
@@ -261,7 +297,7 @@ class _Cutter:
         for st in stages:
             st.roles = self.roles
         by_key = {k: s for k, s in zip(keys, stages)}
-        members: dict[str, set[int]] = {k: set() for k in keys}
+        members: dict[StageHome, set[int]] = {k: set() for k in keys}
         channels: dict[int, Channel] = {}
         for node in reversed(self.order):  # users first, so needs propagate upstream
             for key in self._needed_by(node, members):
@@ -288,20 +324,20 @@ class _Cutter:
 
     # ------------------------------------------------------------- homes
     def _assign_homes(self) -> None:
-        origin: dict[int, frozenset[str]] = {}
+        origin: dict[int, frozenset[TickHome]] = {}
         for node in self.order:
             if isinstance(node.meta.loc, TickId):
-                origin[id(node)] = frozenset({self._tick_key(node.meta.loc)})
-                self.home[id(node)] = self._tick_key(node.meta.loc)
+                origin[id(node)] = frozenset({TickHome(node.meta.loc)})
+                self.home[id(node)] = TickHome(node.meta.loc)
                 continue
-            o: frozenset[str] = frozenset()
+            o: frozenset[TickHome] = frozenset()
             for c in node.children:
                 o |= origin[id(c)]
             origin[id(node)] = o
             if len(o) == 1:
                 self.home[id(node)] = next(iter(o))
             elif len(o) > 1:
-                self.home[id(node)] = "merge:" + "+".join(sorted(o))
+                self.home[id(node)] = MergeHome(o)
         # pure top-level pipelines: sinks (and what they need) with no tick upstream
         groups: dict[int, int] = {}
         sinks = [r for r in self.flow.roots if isinstance(r, n.Sink) and id(r) not in self.home]
@@ -321,43 +357,39 @@ class _Cutter:
                     groups[id(up)] = i
         reps = sorted({find(i) for i in range(len(sinks))})
         for i, s in enumerate(sinks):
-            self.home[id(s)] = f"pipeline:{reps.index(find(i))}"
+            self.home[id(s)] = PipelineHome(reps.index(find(i)))
 
-    def _tick_key(self, t: TickId) -> str:
-        return f"tick:{t.outer}:{t.index}"
-
-    def _stage_keys(self) -> list[str]:
-        keys: list[str] = []
+    def _stage_keys(self) -> list[StageHome]:
+        keys: list[StageHome] = []
         for node in self.order:
             k = self.home.get(id(node))
             if k is not None and k not in keys:
                 keys.append(k)
-        ticks = sorted((k for k in keys if k.startswith("tick:")), key=lambda k: int(k.rsplit(":", 1)[1]))
-        rest = sorted(k for k in keys if not k.startswith("tick:"))
-        return ticks + rest
+        ticks = sorted((k for k in keys if isinstance(k, TickHome)), key=lambda k: k.tick.index)
+        rest = sorted((k for k in keys if not isinstance(k, TickHome)), key=lambda k: k.name)
+        return [*ticks, *rest]
 
-    def _new_stage(self, i: int, key: str) -> Stage:
-        if key.startswith("tick:"):
-            tick = next(t for t in self._all_ticks() if self._tick_key(t) == key)
+    def _new_stage(self, i: int, key: StageHome) -> Stage:
+        if isinstance(key, TickHome):
+            tick = key.tick
             regions = tuple(r for r in self.flow.regions if r.tick == tick)
             merged: tuple[TickId, ...] = tuple(sorted({t for r in regions for t in r.merged_ticks} | {tick}, key=lambda t: t.index))
-            return Stage(i, f"tick{tick.index}", tick, merged, regions)
-        kind, _, rest = key.partition(":")
-        return Stage(i, f"{kind}{rest.replace(':', '_').replace('+', '_')}" if kind == "merge" else f"pipeline{rest}", None)
+            return Stage(i, key.name, tick, merged, regions)
+        return Stage(i, key.name, None)
 
     def _all_ticks(self) -> list[TickId]:
         ticks = {x.meta.loc for x in self.order if isinstance(x.meta.loc, TickId)}
         return sorted((t for t in ticks if isinstance(t, TickId)), key=lambda t: t.index)
 
     # ------------------------------------------------------------- membership
-    def _needed_by(self, node: n.Node, members: dict[str, set[int]]) -> set[str]:
+    def _needed_by(self, node: n.Node, members: dict[StageHome, set[int]]) -> set[StageHome]:
         """The stages that compute `node`: its home, or every stage needing a source-derived node."""
         home = self.home.get(id(node))
         if home is not None:
             return {home}
         return {k for k, m in members.items() if any(id(p) in m for p in self.parents[id(node)])}
 
-    def _stages_of(self, node: n.Node, members: dict[str, set[int]]) -> list[str]:
+    def _stages_of(self, node: n.Node, members: dict[StageHome, set[int]]) -> list[StageHome]:
         return [k for k, m in members.items() if id(node) in m]
 
 
