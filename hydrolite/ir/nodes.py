@@ -38,6 +38,9 @@ class Node:
     #: Element-wise and stateless: inserting, removing or editing it upstream of a stateful
     #: operator does not change that operator's state identity (`hydrolite.ir.stable`).
     passthrough: ClassVar[bool] = False
+    #: Can move into a merged tick with an aligned region (`passes.align_analysis`); inputs,
+    #: network arrivals and outputs of other ticks cannot: they become the region's entries.
+    movable: ClassVar[bool] = True
 
     def keeps_history(self) -> bool:
         """Whether, outside a tick body, its output depends on earlier inputs, not only on
@@ -74,6 +77,7 @@ class Source(Node):
 
     port: str
     op: ClassVar[str] = "source"
+    movable: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -82,6 +86,7 @@ class SourceIter(Node):
 
     values: tuple[Any, ...]
     op: ClassVar[str] = "source_iter"
+    movable: ClassVar[bool] = False
     always_stateful: ClassVar[bool] = True
 
 
@@ -413,6 +418,7 @@ class AllTicks(Unary):
     """Concatenate a stream's batches over all ticks into a top-level stream."""
 
     op: ClassVar[str] = "all_ticks"
+    movable: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -420,6 +426,7 @@ class Latest(Unary):
     """A tick singleton as a top-level value that changes as ticks run."""
 
     op: ClassVar[str] = "latest"
+    movable: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -463,6 +470,7 @@ class Send(Unary):
     dest: LocId
     mode: SendMode
     op: ClassVar[str] = "send"
+    movable: ClassVar[bool] = False
     push_root: ClassVar[bool] = True
 
 
@@ -473,6 +481,7 @@ class ReleaseAligned(Unary):
 
     align: AlignId
     op: ClassVar[str] = "release_aligned"
+    movable: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -23,8 +23,6 @@ from ..ir import nodes as n
 from ..ir.graph import AlignPointInfo, Diagnostic, Flow, parents_of
 from ..ir.ids import AlignId, TickId
 
-#: Nodes that cannot move into a tick: inputs, network arrivals, outputs of other ticks.
-UNMOVABLE: tuple[type[n.Node], ...] = (n.Source, n.SourceIter, n.Send, n.AllTicks, n.Latest, n.ReleaseAligned)
 
 
 class AlignmentError(FlowError):
@@ -235,8 +233,8 @@ def _fill_region(
             continue
         below[id(node)] = node
         stack.extend(p for p in parents[id(node)] if id(p) in sets and id(p) not in use_ids)
-    region = [node for nid, node in below.items() if not isinstance(node, UNMOVABLE)]
-    pa.entry_sources = [f for f in frontier if isinstance(f, UNMOVABLE)]
+    region = [node for nid, node in below.items() if node.movable]
+    pa.entry_sources = [f for f in frontier if not f.movable]  # `Node.movable`: inputs, arrivals, tick outputs
     pa.region = region
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .vocabulary import api_methods
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -43,33 +45,15 @@ RULES: dict[str, Rule] = {
 
 SYNTAX_ERROR = "HL000"
 
-# Calls that take a nondet, with the 0-based index of the nondet among positional arguments.
-NONDET_METHODS: dict[str, int] = {
-    "batch": 1,
-    "snapshot": 1,
-    "batch_aligned": 2,
-    "snapshot_aligned": 2,
-    "assume_ordering": 0,
-}
+# Calls that take a nondet, with the 0-based index of the nondet among positional arguments,
+# and the public hydrolite methods that take none: derived from the live API's signatures.
+NONDET_METHODS, NON_NONDET_METHODS = api_methods()
 NONDET_KEYWORD = "nondet"
 
 ALIGNED_READS = frozenset({"batch_aligned", "snapshot_aligned"})
 ALIGN_RELEASE = "release_aligned"
 ALIGN_TAG = "aligned_at"
 ALIGN_FACTORY = "local_align_point"
-
-# Public methods of hydrolite collections and locations that do NOT take a nondet.
-NON_NONDET_METHODS = frozenset(
-    """
-    map filter filter_map flat_map_ordered flat_map_unordered inspect enumerate unique fold
-    fold_commutative reduce reduce_commutative count first last entries keys values sort
-    cross_singleton cross_product join anti_join chain merge_unordered into_keyed into_stream
-    into_singleton weaken_ordering all_ticks defer_tick release_aligned aligned_at send
-    broadcast demux sink zip unwrap_or latest get get_many_if_present lookup_keyed_singleton
-    tick local_align_point source keyed_source source_iter singleton stream_cycle
-    singleton_cycle optional_cycle complete_next_tick process cluster finalize
-    """.split()
-)
 
 # Element-wise singleton transforms that keep "the value read back from a tick" intact.
 SINGLETON_PASSTHROUGH = frozenset({"map", "filter", "filter_map", "inspect", "unwrap_or", "into_singleton"})
