@@ -54,7 +54,7 @@ class TickCycle(Generic[C]):
                 fix="use assume_ordering(nondet(...)) or sort() before completing the cycle",
                 site=site,
             )
-        meta = value.node.meta
+        meta = value.node.meta if ph.ordered else value.node.meta.but(ordered=False)  # a NoOrder cycle carries a bag
         if meta.kind is Kind.SINGLETON:  # last tick's value: absent in the very first tick
             meta = meta.but(kind=Kind.OPTIONAL)
         deferred = n.DeferTick(meta=meta, site=site, input=value.node)

@@ -14,7 +14,9 @@ def test_counter(s: sim.Simulator) -> None:
 ```
 
 `Simulator(flow).exhaustive(scenario)` / `.fuzz(scenario, iterations=, seed=)` /
-`.replay(scenario, "v1:...")` are the same modes without the decorator. See `world.py` for
+`.replay(scenario, "v1:...")` are the same modes without the decorator;
+`sim.replay(build, scenario, "v1:...")` and `hydrolite sim FILE:SCENARIO --replay v1:...`
+replay a reported execution from Python or the shell. See `world.py` for
 the execution model and `explore.py` for failure reports.
 """
 
@@ -48,6 +50,7 @@ __all__ = [
     "exhaustive",
     "fuzz",
     "registered",
+    "replay",
 ]
 
 TestFn = Callable[[], None]
@@ -58,6 +61,9 @@ def _as_test(fn: Callable[[Simulator], object], run: Callable[[Simulator, Callab
     def test() -> None:
         s = Simulator(flow, cluster_sizes=cluster_sizes)
         setattr(test, "executions", run(s, fn))
+
+    # what `hydrolite sim FILE:TEST` needs to run the scenario outside pytest
+    setattr(test, "_hydrolite_sim", (flow, dict(cluster_sizes or {}), fn))
 
     test.__name__ = fn.__name__
     test.__qualname__ = fn.__qualname__
@@ -74,6 +80,13 @@ def exhaustive(flow: FlowSource, *, cluster_sizes: Mapping[str, int] | None = No
         return _as_test(fn, lambda s, f: s.exhaustive(f, max_executions=max_executions), flow, cluster_sizes)
 
     return decorate
+
+
+def replay(flow: FlowSource, scenario: Callable[..., object], choices: str | list[int], *, cluster_sizes: Mapping[str, int] | None = None, **options: Any) -> str:
+    """Run exactly one recorded execution (the string a failure report prints) and return
+    its trace; raises `SimulationFailure` when it fails. Same as
+    `Simulator(flow, cluster_sizes=...).replay(scenario, choices)`."""
+    return Simulator(flow, cluster_sizes=cluster_sizes, **options).replay(scenario, choices)
 
 
 def fuzz(

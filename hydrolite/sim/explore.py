@@ -22,8 +22,8 @@ from .choices import Chooser, DataChooser, PrefixChooser, RandomChooser, ReplayD
 from .errors import DeterminismViolation, ExplorationLimit, Pruned, SimulationFailure, SimUsageError
 from .ports import Receiver, Sender
 from .program import Program, compile_program
-from .report import REPLAY_ENV, failure_report, format_trace
-from .shrink import shrink
+from .report import REPLAY_ENV, failure_report, format_trace, replay_line
+from .shrink import Attempt, Outcome, shrink
 from .values import decode_choices, encode_choices, render
 from .world import World
 
@@ -59,11 +59,18 @@ class Simulator:
         cluster_sizes: Mapping[str, int] | None = None,
         align: bool = True,
         max_steps: int = 10_000,
+        fairness: int = 2,
     ) -> None:
         built = flow if isinstance(flow, Flow) else flow()
+        self._flow_source: Any = None if isinstance(flow, Flow) else flow  # for the replay hint
+        self._cluster_sizes = dict(cluster_sizes or {})
+        self._scenario: Any = None
         self.flow = _aligned(built) if align else built
         self.program: Program = compile_program(self.flow, cluster_sizes)
         self.max_steps = max_steps
+        if fairness < 0:
+            raise SimUsageError(f"fairness must be >= 0 (self-driven runs an input may wait), got {fairness}")
+        self.fairness = fairness
         self.executions = 0  # executions explored by the last exhaustive/fuzz/replay call
         self.pruned = 0  # executions the last exhaustive call abandoned as repeats (sleep sets)
         self._por = False  # partial-order reduction in the current mode
@@ -121,6 +128,7 @@ class Simulator:
 
     # ------------------------------------------------------------- one execution
     def _caller(self, scenario: Scenario) -> Callable[[], object]:
+        self._scenario = scenario
         try:
             params = inspect.signature(scenario).parameters
         except (TypeError, ValueError):
@@ -128,33 +136,62 @@ class Simulator:
         required = [p for p in params.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         return (lambda: scenario(self)) if required else scenario
 
-    def _run(self, call: Callable[[], object], chooser: Chooser, trace: bool = False) -> World:
-        """One execution driven by `chooser`; the scenario's exceptions propagate."""
-        w = self._world = World(self.program, chooser.choose, trace, self.max_steps, self._por)
+    def _run(self, call: Callable[[], object], chooser: Chooser, trace: bool = False, bound: tuple[int, int] | None = None) -> World:
+        """One execution driven by `chooser`; the scenario's exceptions propagate. With
+        `bound` = (runs, choices) (shrinking), an execution sure to end with more tick runs,
+        or as many and more choices, is abandoned (`Pruned`)."""
+        choose = chooser.choose
+        if bound is not None:
+            most_runs, most_choices = bound
+
+            def choose(n: int) -> int:
+                if len(chooser.choices) >= most_choices and w.total_runs >= most_runs:
+                    raise Pruned()
+                return chooser.choose(n)
+
+        w = self._world = World(self.program, choose, trace, self.max_steps, self._por, self.fairness)
+        w.run_limit = None if bound is None else bound[0]
         call()
         return w
 
-    def _attempt(self, call: Callable[[], object], sig: tuple[str, str, str]) -> Callable[[list[int]], list[int] | None]:
-        def attempt(candidate: list[int]) -> list[int] | None:
+    def _attempt(self, call: Callable[[], object], sig: tuple[str, str, str]) -> Attempt:
+        def attempt(candidate: list[int], bound: tuple[int, int] | None) -> Outcome:
             ch = PrefixChooser(candidate)
+            same = False
             try:
-                self._run(call, ch)
+                self._run(call, ch, bound=bound)
             except _PASSTHROUGH:
                 raise
             except Pruned:
-                return None
+                pass
             except BaseException as e:
-                return ch.choices if _signature(e) == sig else None
-            return None
+                same = _signature(e) == sig
+            w = self._world
+            return Outcome(ch.choices, ch.branching, w.total_runs if w is not None else 0, same)
 
         return attempt
 
     def _fail(self, call: Callable[[], object], error: BaseException, choices: list[int], headline: str, shrunk: bool = True) -> SimulationFailure:
-        """Shrink, replay with tracing, and build the failure to raise."""
+        """Shrink, replay with tracing, and build the failure to raise.
+
+        `choices` are plain (unreduced) choices, except for a determinism violation found
+        with reduction (it is reported with the recorded choices, unshrunk)."""
         original = list(choices)
         expect_error = not isinstance(error, DeterminismViolation)  # a violation needs the earlier run
+        if isinstance(error, ExplorationLimit):
+            shrunk = False  # every candidate would run to the step budget: shrinking costs minutes
+        notes: list[str] = []
         if shrunk and expect_error:
-            choices = shrink(choices, self._attempt(call, _signature(error)))
+            attempt = self._attempt(call, _signature(error))
+            start = attempt(choices, None)
+            if start.same_failure:
+                result = shrink(start, attempt)
+                choices = result.choices
+                runs = f"{result.runs} tick run{'s' if result.runs != 1 else ''}"
+                if result.proven:
+                    notes.append(f"(shrunk to a minimal execution: {runs}, {len(choices)} choices; from {len(original)} choices)")
+                else:
+                    notes.append(f"(shrunk from {len(original)} to {len(choices)} choices, {runs}; not proven minimal)")
         final, reproduced = error, not expect_error
         try:
             self._run(call, PrefixChooser(choices), trace=True)
@@ -167,10 +204,10 @@ class Simulator:
         trace = self._world.trace if self._world is not None and reproduced else None
         reduced = self._por and (self._world is None or self._world.filtered)  # else plain choices mean the same
         encoded = encode_choices(choices, reduced)
-        notes = [] if choices == original else [f"(shrunk from {len(original)} to {len(choices)} choices)"]
         if not reproduced:
             notes.append("(replaying these choices did not fail again: a user function or the scenario is not deterministic)")
-        report = failure_report(headline, final, trace, choices, encoded, notes)
+        hint = replay_line(encoded, self._flow_source, self._scenario, self._cluster_sizes)
+        report = failure_report(headline, final, trace, choices, encoded, notes, hint)
         return SimulationFailure(report, choices=choices, replay=encoded, executions=self.executions, cause=final)
 
     def _outputs(self, w: World, port: str) -> tuple[Any, ...]:

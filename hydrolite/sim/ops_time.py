@@ -27,7 +27,8 @@ def empty_of(kind: Kind) -> Any:
     return {} if kind is Kind.KEYED_SINGLETON else EMPTY
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that treats a failing `==` as "different" (versions, carried values)."""
     try:
         return bool(a == b)
     except Exception:  # an element type whose == fails: treat versions as distinct
@@ -141,8 +142,24 @@ class Entry(Op):
     def can_advance(self, st: list[Any]) -> bool:
         raise NotImplementedError
 
-    def decide(self, w: World, st: list[Any], force: bool) -> tuple[Any, bool]:
-        """Choose what enters this run of the tick; `force` demands something new."""
+    def idle_value(self, st: list[Any]) -> Any:
+        """What this entry releases into a run that takes nothing new (UNSET: impossible)."""
+        raise NotImplementedError
+
+    def decide(self, w: World, st: list[Any], force: bool, floor: Any = None) -> tuple[Any, bool]:
+        """Choose what enters this run of the tick; returns (value, released something new).
+
+        `force` demands something new. With a `floor` (a `mark` taken when partial-order
+        reduction put the tick to sleep), "new" means appended after the mark: the options
+        that take nothing newer were explored in the sibling branch."""
+        raise NotImplementedError
+
+    def mark(self, st: list[Any]) -> Any:
+        """How much is pending now (see `decide`'s floor)."""
+        raise NotImplementedError
+
+    def grown(self, st: list[Any], mark: Any) -> bool:
+        """Whether something was appended since `mark`."""
         raise NotImplementedError
 
 
@@ -167,44 +184,64 @@ class BatchOp(Entry):
     def can_advance(self, st: list[Any]) -> bool:
         return bool(st[self.idx])
 
-    def decide(self, w: World, st: list[Any], force: bool) -> tuple[Any, bool]:
-        pending: list[Any] = st[self.idx]
-        if self.subset:
-            out, rest = self._subset(w, pending, force)
-        elif self.keyed:
-            out, rest = self._key_prefixes(w, pending, force)
-        else:
-            lo = 1 if force and pending else 0
-            k = lo + w.choose(len(pending) - lo + 1) if len(pending) > lo else lo
-            out, rest = pending[:k], pending[k:]
-        st[self.idx] = rest
-        if w.trace is not None:
-            w.note_release(self, out, f"{len(rest)} still pending" if rest else "")
-        return out, bool(out)
+    def idle_value(self, st: list[Any]) -> Any:
+        return []
 
-    @staticmethod
-    def _subset(w: World, pending: list[Any], force: bool) -> tuple[list[Any], list[Any]]:
-        out: list[Any] = []
-        rest: list[Any] = []
-        last = len(pending) - 1
-        for i, x in enumerate(pending):
-            take = (force and not out and i == last) or w.choose(2) == 1
-            (out if take else rest).append(x)
-        return out, rest
-
-    @staticmethod
-    def _key_prefixes(w: World, pending: list[Any], force: bool) -> tuple[list[Any], list[Any]]:
+    def _sizes(self, pending: list[Any]) -> dict[Any, int]:
         sizes: dict[Any, int] = {}
         for kv in pending:
             sizes[kv[0]] = sizes.get(kv[0], 0) + 1
+        return sizes
+
+    def mark(self, st: list[Any]) -> Any:
+        pending: list[Any] = st[self.idx]
+        return self._sizes(pending) if self.keyed and not self.subset else len(pending)
+
+    def grown(self, st: list[Any], mark: Any) -> bool:
+        pending: list[Any] = st[self.idx]
+        if self.keyed and not self.subset:
+            return any(m > mark.get(k, 0) for k, m in self._sizes(pending).items())
+        return len(pending) > int(mark)
+
+    def decide(self, w: World, st: list[Any], force: bool, floor: Any = None) -> tuple[Any, bool]:
+        pending: list[Any] = st[self.idx]
+        if self.subset:
+            out, rest, new = self._subset(w, pending, force, floor or 0)
+        elif self.keyed:
+            out, rest, new = self._key_prefixes(w, pending, force, floor or {})
+        else:
+            fl = floor or 0
+            lo = fl + 1 if force and len(pending) > fl else 0
+            k = lo + w.choose(len(pending) - lo + 1) if len(pending) > lo else lo
+            out, rest, new = pending[:k], pending[k:], k > fl
+        st[self.idx] = rest
+        if w.trace is not None:
+            w.note_release(self, out, f"{len(rest)} still pending" if rest else "")
+        return out, new
+
+    @staticmethod
+    def _subset(w: World, pending: list[Any], force: bool, fl: int) -> tuple[list[Any], list[Any], bool]:
+        out: list[Any] = []
+        rest: list[Any] = []
+        new = False
+        last = len(pending) - 1
+        for i, x in enumerate(pending):
+            take = (force and not new and i == last) or w.choose(2) == 1
+            (out if take else rest).append(x)
+            new = new or (take and i >= fl)
+        return out, rest, new
+
+    def _key_prefixes(self, w: World, pending: list[Any], force: bool, floor: dict[Any, int]) -> tuple[list[Any], list[Any], bool]:
+        sizes = self._sizes(pending)
         take: dict[Any, int] = {}
         chosen = False
-        last = len(sizes) - 1
+        last = max((i for i, (k, m) in enumerate(sizes.items()) if m > floor.get(k, 0)), default=-1)
         for i, (key, m) in enumerate(sizes.items()):
-            lo = 1 if force and not chosen and i == last else 0
+            fl = floor.get(key, 0)
+            lo = fl + 1 if force and not chosen and i == last else 0
             c = lo + w.choose(m - lo + 1) if m > lo else lo
             take[key] = c
-            chosen = chosen or c > 0
+            chosen = chosen or c > fl
         out: list[Any] = []
         rest: list[Any] = []
         for kv in pending:
@@ -214,7 +251,7 @@ class BatchOp(Entry):
                 out.append(kv)
             else:
                 rest.append(kv)
-        return out, rest
+        return out, rest, chosen
 
 
 @evaluator(n.Snapshot)
@@ -234,7 +271,7 @@ class SnapshotOp(Entry):
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         last, pending = st[self.idx]
         prev = pending[-1] if pending else last
-        if prev is UNSET or not _same(prev, delta):
+        if prev is UNSET or not same_value(prev, delta):
             pending.append(delta)
         return NOTHING
 
@@ -245,23 +282,34 @@ class SnapshotOp(Entry):
     def can_advance(self, st: list[Any]) -> bool:
         return bool(st[self.idx][1])
 
-    def decide(self, w: World, st: list[Any], force: bool) -> tuple[Any, bool]:
+    def idle_value(self, st: list[Any]) -> Any:
+        return st[self.idx][0]
+
+    def mark(self, st: list[Any]) -> Any:
+        return len(st[self.idx][1])
+
+    def grown(self, st: list[Any], mark: Any) -> bool:
+        return len(st[self.idx][1]) > int(mark)
+
+    def decide(self, w: World, st: list[Any], force: bool, floor: Any = None) -> tuple[Any, bool]:
         s = st[self.idx]
         last, pending = s
+        fl = floor or 0
         keep = 1 if last is not UNSET and not force else 0  # option 0: the last version again
-        options = len(pending) + keep
+        lo = fl if force else 0  # forced: one of the versions newer than the floor
+        options = len(pending) - lo + keep
         c = w.choose(options) if options > 1 else 0
         if c < keep:
             if w.trace is not None:
                 w.note_release(self, last, "unchanged" + (f"; newer versions not taken: {pending}" if pending else ""))
             return last, False
-        i = c - keep
+        i = lo + c - keep
         value, skipped, newer = pending[i], pending[:i], pending[i + 1 :]
         s[0], s[1] = value, newer
         if w.trace is not None:
             notes = ([f"skipping {skipped}"] if skipped else []) + ([f"newer versions not taken: {newer}"] if newer else [])
             w.note_release(self, value, "; ".join(notes))
-        return value, True
+        return value, i >= fl
 
 
 @evaluator(n.AllTicks, n.ReleaseAligned)
@@ -296,7 +344,7 @@ class LatestOp(Op):
     def exit(self, w: World, st: list[Any], vals: list[Any]) -> Any:
         v = vals[self.ins[0]]
         s = st[self.idx]
-        if s[0] is not UNSET and _same(s[0], v):
+        if s[0] is not UNSET and same_value(s[0], v):
             return NOTHING
         s[0] = v
         return v

@@ -118,7 +118,7 @@ class Receiver(Generic[T]):
         x: T = s[0][s[1]]
         s[1] += 1
         if w.sleep:
-            w.touch(self._place)
+            w.wake((("sink", self._place, self._op.idx),))
         if w.trace is not None:
             w.trace.append(("recv", self.port, w.prog.places[self._place].label, x))
         return x
@@ -131,7 +131,7 @@ class Receiver(Generic[T]):
         out: list[T] = s[0][s[1] :]
         s[1] = len(s[0])
         if w.sleep:
-            w.touch(self._place)
+            w.wake((("sink", self._place, self._op.idx),))
         if w.trace is not None and out:
             w.trace.append(("recv", self.port, w.prog.places[self._place].label, out))
         return out

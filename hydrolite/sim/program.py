@@ -65,6 +65,7 @@ class Program:
     deterministic_sinks: list[str]  # sinks whose type promises determinism and are untainted
     has_carried: bool
     bridges: dict[int, list[Op]] = field(default_factory=dict)  # carried op -> latest() exits reading it
+    footprints: Any = None  # por.Footprints, built by the first reduced execution
 
 
 _PUSH_FROM = {Role.TOP, Role.STATIC, Role.EXIT}  # producers of top-level values

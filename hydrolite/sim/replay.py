@@ -76,7 +76,7 @@ class ReplayBlocked(SimUsageError):
 class _ReplayWorld(World):
     """A world whose entries release everything pending and whose body keeps orders."""
 
-    def decide_entries(self, tp: TickPlan, st: list[Any], vals: list[Any]) -> None:
+    def decide_entries(self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None) -> None:
         for e in tp.entries:
             if not e.has_value(st):
                 raise ReplayBlocked(
@@ -85,7 +85,7 @@ class _ReplayWorld(World):
                 )
         self.choose = _eager
         try:
-            super().decide_entries(tp, st, vals)
+            super().decide_entries(tp, p, st, vals, floors)
         finally:
             self.choose = _first
 

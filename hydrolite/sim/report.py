@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from typing import Any
 
 from ..ir.nodes import Node
@@ -60,17 +61,75 @@ def format_trace(events: list[tuple[Any, ...]]) -> list[str]:
     return out
 
 
+MAX_TRACE_LINES = 400
+
+
+def _elide(lines: list[str], limit: int = MAX_TRACE_LINES) -> list[str]:
+    """Keep a report readable: the first and last steps of a very long execution."""
+    if len(lines) <= limit:
+        return lines
+    half = limit // 2
+    return lines[:half] + [f"  ... ({len(lines) - 2 * half} lines of steps omitted) ..."] + lines[-half:]
+
+
 def _on(place: str) -> str:
     return "" if place.startswith("Process[") else f" on {place}"
 
 
-def replay_line(encoded: str) -> str:
-    """One line telling how to replay exactly this execution."""
+def _ref(obj: Any) -> tuple[str, str] | None:
+    """(where to import it from, its name there) for a module-level function, else None.
+
+    The place is a path relative to the working directory when the module is a file the
+    shell can name (always for `__main__`), otherwise the dotted module name."""
+    qual = getattr(obj, "__qualname__", "")
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    if not qual or "<" in qual or module is None:
+        return None
+    path = getattr(module, "__file__", None)
+    if path and (module.__name__ == "__main__" or not os.path.relpath(path).startswith("..")):
+        return os.path.relpath(path), qual  # a file under the working directory: name it
+    if module.__name__ == "__main__":
+        return None
+    return module.__name__, qual
+
+
+def _python_name(ref: tuple[str, str] | None, default: str) -> str:
+    """`module.function` as a reader would import it (`counter_naive.build`)."""
+    if ref is None:
+        return default
+    where, qual = ref
+    if where.endswith(".py"):
+        where = os.path.splitext(os.path.basename(where))[0]
+    return qual if where == "__main__" else f"{where.rsplit('.', 1)[-1]}.{qual}"
+
+
+def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, cluster_sizes: Any = None) -> str:
+    """One line telling how to replay exactly this execution.
+
+    Under pytest: the environment variable and the test id. Elsewhere: the shell command
+    `hydrolite sim FILE:SCENARIO --replay ...` when the scenario is a module-level function
+    (naming the program with --program when the scenario's module has no build()), and the
+    Python call `hydrolite.sim.replay(build, scenario, ...)`, which always exists."""
     current = os.environ.get("PYTEST_CURRENT_TEST")
     if current:
         test_id = current.rsplit(" (", 1)[0]
         return f"Replay this execution: {REPLAY_ENV}={encoded} pytest {shlex.quote(test_id)}"
-    return f"Replay this execution: sim.replay(scenario, {encoded!r})  (or set {REPLAY_ENV}={encoded})"
+    scen, flow = _ref(scenario), _ref(flow_source)
+    sizes = f", cluster_sizes={dict(cluster_sizes)!r}" if cluster_sizes else ""
+    py_flow = _python_name(flow, "flow")
+    py_scen = _python_name(scen, "scenario")
+    hint = f"Replay this execution: hydrolite.sim.replay({py_flow}, {py_scen}, {encoded!r}{sizes})"
+    if scen is None:
+        return hint + f"  (or set {REPLAY_ENV}={encoded})"
+    cmd = ["hydrolite", "sim", f"{scen[0]}:{scen[1]}"]
+    module = sys.modules.get(getattr(scenario, "__module__", "") or "")
+    decorated = getattr(getattr(module, scen[1], None), "_hydrolite_sim", None) is not None  # @sim.exhaustive knows its flow
+    if not decorated and flow is not None and not (flow[1] == "build" and getattr(module, "build", None) is flow_source):
+        cmd += ["--program", f"{flow[0]}:{flow[1]}"]
+    for tag, size in dict(cluster_sizes or {}).items():
+        cmd += ["--cluster-size", f"{tag}={size}"]
+    cmd += ["--replay", encoded]
+    return f"{hint}\n  or from the shell: {shlex.join(cmd)}"
 
 
 def failure_report(
@@ -80,6 +139,7 @@ def failure_report(
     choices: list[int],
     encoded: str,
     notes: list[str],
+    replay: str | None = None,
 ) -> str:
     """The full text of a failed execution."""
     lines = [headline, "", f"{type(error).__name__}: {error}", ""]
@@ -87,7 +147,7 @@ def failure_report(
         lines.append(f"(the execution could not be replayed to show its steps; choices: {encoded})")
     else:
         lines.append(f"Steps and choices that led here ({len(choices)} choice{'s' if len(choices) != 1 else ''}):")
-        lines.extend(format_trace(trace) or ["  (no steps: the failure needs no choice)"])
+        lines.extend(_elide(format_trace(trace)) or ["  (no steps: the failure needs no choice)"])
     lines.extend(notes)
-    lines.append(replay_line(encoded))
+    lines.append(replay if replay is not None else replay_line(encoded))
     return "\n".join(lines)

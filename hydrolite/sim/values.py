@@ -40,8 +40,17 @@ def render(v: Any, limit: int = 8) -> str:
 
 def encode_choices(choices: list[int], reduced: bool = False) -> str:
     """The compact replay string of a choice sequence: `v1:1.0.3`, or `v1r:...` when it was
-    recorded with partial-order reduction (exhaustive mode), which changes what choices mean."""
-    return ("v1r:" if reduced else "v1:") + ".".join(str(c) for c in choices)
+    recorded with partial-order reduction (exhaustive mode), which changes what choices mean.
+    A run of 4 or more equal choices is written `value*count` (`v1:2.0*37.1`)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(choices):
+        j = i
+        while j < len(choices) and choices[j] == choices[i]:
+            j += 1
+        parts.extend([f"{choices[i]}*{j - i}"] if j - i >= 4 else [str(choices[i])] * (j - i))
+        i = j
+    return ("v1r:" if reduced else "v1:") + ".".join(parts)
 
 
 def decode_choices(text: str) -> tuple[list[int], bool]:
@@ -52,10 +61,13 @@ def decode_choices(text: str) -> tuple[list[int], bool]:
         raise ValueError(f"not a hydrolite replay string (expected 'v1:...' or 'v1r:...'): {text!r}")
     if not body:
         return [], head == "v1r"
+    out: list[int] = []
     try:
-        out = [int(p) for p in body.split(".")]
+        for part in body.split("."):
+            value, star, count = part.partition("*")
+            out.extend([int(value)] * (int(count) if star else 1))
     except ValueError:
-        raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers") from None
+        raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers (or value*count)") from None
     if any(c < 0 for c in out):
         raise ValueError(f"malformed replay string {text!r}: choices are non-negative")
     return out, head == "v1r"

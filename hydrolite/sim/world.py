@@ -12,15 +12,21 @@ Execution model:
   release the next element of a top-level `assume_ordering`. They run only when the test
   waits for an output (`Receiver.next()` and friends), one at a time; when several are
   possible, which one runs is a choice.
-* Partial-order reduction (exhaustive mode, `por=True`): actions at different places
-  commute, so after exploring action a, its later siblings explore with a *asleep* (sleep
-  sets) until something touching a's place happens (an action there, or the test sending
-  or receiving there). An execution whose every next action is asleep repeats an explored
-  one and is abandoned (`Pruned`).
+* Partial-order reduction (exhaustive mode, `por=True`): independent actions commute
+  (`por.py`: different places, a tick run and a delivery into its batch, replies from
+  different cluster members into a keyed batch, ...), so after exploring action a, its
+  later siblings explore with a *asleep* (sleep sets) until something dependent on a
+  happens (an action, or the test sending or receiving, whose footprint conflicts). An
+  execution whose every next action is asleep repeats an explored one and is abandoned
+  (`Pruned`).
 * A tick is runnable when running it observes something new: a batch can release an
-  element, a snapshot a newer version, or a deferred stream holds elements. One of its
+  element, a snapshot a newer version, or a deferred stream holds elements and a run
+  without new input would change an output or the value carried to the next run (see
+  `idle.py`: a stream cycle at its fixpoint does not keep its tick busy). One of its
   entries is forced to release something new (a run that sees nothing new is not explored:
-  it would be indistinguishable from not running, and would make exploration infinite).
+  it would be indistinguishable from not running, and would make exploration infinite);
+  in a run kept busy by deferred elements, an entry passed over `fairness` times in a row
+  is forced (no pending input is starved).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..locations.locations import MemberId
 from .errors import ExplorationLimit, Pruned, SimUsageError
+from .idle import idle_run_changes
+from .por import Footprints, dependent
 from .program import Program, TickPlan
 from ..ir.roles import Role
 from .registry import Op
@@ -45,14 +53,33 @@ ChannelKey = tuple["SendOp", int, int]
 class World:
     """The mutable state of one execution."""
 
-    __slots__ = ("prog", "states", "cur", "choose", "trace", "channels", "steps", "max_steps", "ctx", "sends", "runs", "por", "sleep", "filtered")
+    __slots__ = (
+        "prog", "states", "cur", "choose", "trace", "channels", "steps", "max_steps", "ctx", "sends", "runs", "por", "sleep",
+        "filtered", "idle", "starved", "fairness", "busy_note", "marks", "total_runs", "run_limit", "fp", "fp_memo",
+    )  # fmt: skip
 
-    def __init__(self, prog: Program, choose: Callable[[int], int], trace: bool = False, max_steps: int = 10_000, por: bool = False) -> None:
+    def __init__(
+        self, prog: Program, choose: Callable[[int], int], trace: bool = False, max_steps: int = 10_000, por: bool = False, fairness: int = 2
+    ) -> None:
         self.prog = prog
         self.por = por
+        self.fairness = fairness  # self-driven runs an entry with new input may be passed over in a row
+        self.idle: dict[tuple[int, int], bool] = {}  # (tick, place) -> would an idle run change anything
+        self.starved: dict[tuple[int, int], list[int]] = {}  # (tick, place) -> passed-over runs per entry
+        self.busy_note = ""  # why a tick without new input stayed runnable (for ExplorationLimit)
         self.sleep: list[Action] = []
+        self.fp: Footprints | None = None
+        self.fp_memo: dict[Action, tuple[Any, ...]] = {}
+        if por:
+            if prog.footprints is None:
+                prog.footprints = Footprints(prog)
+            self.fp = prog.footprints
+            self.fp_memo = prog.footprints.memo_actions
         self.filtered = False  # whether the sleep set ever hid an action (choices then depend on it)
         self.choose = choose
+        self.marks: dict[Action, list[Any]] = {}  # sleeping tick -> its entries' marks when it fell asleep
+        self.total_runs = 0
+        self.run_limit: int | None = None  # shrinking's bound: more tick runs than this is pruned
         self.trace: list[tuple[Any, ...]] | None = [] if trace else None
         self.channels: dict[ChannelKey, deque[Any]] = {}
         self.steps = 0
@@ -114,7 +141,7 @@ class World:
         self.ctx = ("send", op, p, x)
         self.sends.append((getattr(op.node, "port"), p, x))
         if self.sleep:
-            self.touch(p)
+            self.wake(self.fp.send(op, p) if self.fp is not None else ())
         if self.trace is not None:
             self.trace.append(("send", getattr(op.node, "port"), self.prog.places[p].label, x))
         self.propagate(op, p, [x])
@@ -160,14 +187,18 @@ class World:
             return False
         self.steps += 1
         if self.steps > self.max_steps:
-            raise ExplorationLimit(
-                f"the execution did not quiesce after {self.max_steps} scheduler steps: a tick keeps "
-                "producing work for itself (e.g. a stream cycle that is never empty)"
-            )
+            raise ExplorationLimit(self._busy_message())
+        floors: dict[Action, list[Any]] = {}
         if self.por:
             sleep = self.sleep
             if sleep:
-                awake = [a for a in acts if a not in sleep]
+                awake = []
+                for a in acts:
+                    if a not in sleep:
+                        awake.append(a)
+                    elif a[0] == 0 and self._regrown(a):
+                        awake.append(a)  # asleep for what it had; awake for what came since
+                        floors[a] = self.marks[a]
                 if not awake:
                     raise Pruned()
                 self.filtered = self.filtered or len(awake) < len(acts)
@@ -175,26 +206,52 @@ class World:
         i = self.choose(len(acts)) if len(acts) > 1 else 0
         a = acts[i]
         if self.por:
-            here = self.place_of(a)
-            self.sleep = [b for b in self.sleep + acts[:i] if self.place_of(b) != here]
+            here = self.footprint(a)
+            for b in acts[:i]:  # explored from this state: asleep for everything pending now
+                if b[0] == 0:
+                    self.marks[b] = [e.mark(self.states[b[2]]) for e in b[1].entries]
+            kept = dict.fromkeys(self.sleep + acts[:i])
+            self.sleep = [b for b in kept if not dependent(self.footprint(b), here)]
         if self.trace is not None and len(acts) > 1:
             self.trace.append(("choice", [self.action_label(x) for x in acts], i))
         if a[0] == 0:
-            self.run_tick(a[1], a[2])
+            self.run_tick(a[1], a[2], floors.get(a))
         elif a[0] == 1:
             self.deliver(a[1])
         else:
             self.release(a[1], a[2])
         return True
 
-    @staticmethod
-    def place_of(a: Action) -> int:
-        """The place an action reads and writes (actions at different places commute)."""
-        return int(a[1][2]) if a[0] == 1 else int(a[2])
+    def _busy_message(self) -> str:
+        busiest = max(self.runs.items(), key=lambda kv: kv[1], default=None)
+        who = ""
+        if busiest is not None:
+            tp = next((t for t in self.prog.ticks if id(t) == busiest[0][0]), None)
+            if tp is not None:
+                who = f" ({tp.label} on {self.prog.places[busiest[0][1]].label} ran {busiest[1]} times)"
+        note = f": {self.busy_note}" if self.busy_note else (
+            ": a tick keeps producing work for itself (a stream cycle or defer_tick() whose value changes, "
+            "or whose runs emit, in every run)"
+        )
+        return f"the execution did not quiesce after {self.max_steps} scheduler steps{who}{note}"
 
-    def touch(self, p: int) -> None:
-        """The test interacted with place `p`: wake the actions sleeping there."""
-        self.sleep = [b for b in self.sleep if self.place_of(b) != p]
+    def _regrown(self, a: Action) -> bool:
+        """A sleeping tick whose entries received something since it fell asleep."""
+        mark = self.marks.get(a)
+        st = self.states[a[2]]
+        return mark is not None and any(e.grown(st, m) for e, m in zip(a[1].entries, mark))
+
+    def footprint(self, a: Action) -> tuple[Any, ...]:
+        """The resources action `a` writes (cached per program; see `por.py`)."""
+        fp = self.fp_memo.get(a)
+        if fp is None:
+            assert self.fp is not None
+            fp = self.fp_memo[a] = self.fp.action(a)
+        return fp
+
+    def wake(self, written: tuple[Any, ...]) -> None:
+        """The test wrote `written` (a send) or read it (a receive): wake what depends on it."""
+        self.sleep = [b for b in self.sleep if not dependent(self.footprint(b), written)]
 
     def run_until_quiet(self) -> None:
         """Run scheduler actions until nothing can happen any more."""
@@ -226,17 +283,21 @@ class World:
                 return False  # a snapshot of a value that does not exist yet
             if not advance and e.can_advance(st):
                 advance = True
-        return advance or any(d.pending(st) for d in tp.deferred)
+        return advance or (any(d.pending(st) for d in tp.deferred) and idle_run_changes(self, tp, p))
 
-    def run_tick(self, tp: TickPlan, p: int) -> None:
-        """Run one tick atomically: choose its entries, evaluate its body, then emit its exits."""
+    def run_tick(self, tp: TickPlan, p: int, floors: list[Any] | None = None) -> None:
+        """Run one tick atomically: choose its entries, evaluate its body, then emit its exits.
+        `floors`: the run must take something appended since these marks (see `step`)."""
         st = self.states[p]
         k = self.runs[(id(tp), p)] = self.runs.get((id(tp), p), 0) + 1
+        self.total_runs += 1
+        if self.run_limit is not None and self.total_runs > self.run_limit:
+            raise Pruned()
         self.ctx = ("tick", tp, p, k)
         if self.trace is not None:
             self.trace.append(("tick", tp.label, self.prog.places[p].label, k))
         vals: list[Any] = [None] * len(self.prog.ops)
-        self.decide_entries(tp, st, vals)
+        self.decide_entries(tp, p, st, vals, floors)
         changed: set[int] = set()
         for op in tp.body:
             if op.role is Role.CARRIED:
@@ -250,23 +311,41 @@ class World:
                 outs.append((x, v))
         for c in tp.commits:
             c.commit(st)  # type: ignore[attr-defined]
+        self.idle.pop((id(tp), p), None)  # the state an idle run would read has changed
         for x, v in outs:
             self.propagate(x, p, v)
 
-    def decide_entries(self, tp: TickPlan, st: list[Any], vals: list[Any]) -> None:
-        """Choose what each entry releases into this run; one is forced to release something new
-        (unless a deferred stream makes the run observable anyway)."""
+    def decide_entries(self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None) -> None:
+        """Choose what each entry releases into this run.
+
+        A run must observe something new: one entry is forced to release something new
+        (the last that can, unless an earlier one already did), except in a *self-driven*
+        run, kept observable by deferred elements (see `idle.py`), which may take nothing.
+        Fairness: an entry passed over (it had something new, released nothing new) in
+        `fairness` self-driven runs in a row is forced in the next one, so a tick that keeps
+        itself busy lets every pending input in within a bounded number of runs.
+        """
         entries = tp.entries
-        forced = -1
-        if not any(d.pending(st) for d in tp.deferred):
-            for i in range(len(entries) - 1, -1, -1):
-                if entries[i].can_advance(st):
-                    forced = i
-                    break
+        key = (id(tp), p)
+        if floors is not None:  # partly awake (sleep sets): something newer than the marks
+            advancing = [i for i, e in enumerate(entries) if e.grown(st, floors[i])]
+            self_driven = False
+        else:
+            advancing = [i for i, e in enumerate(entries) if e.can_advance(st)]
+            self_driven = any(d.pending(st) for d in tp.deferred) and idle_run_changes(self, tp, p)
+        counts = self.starved.get(key)
+        if counts is None:
+            counts = self.starved[key] = [0] * len(entries)
+        hard = {i for i in advancing if counts[i] >= self.fairness} if self_driven else set()
+        forced = -1 if self_driven or not advancing else advancing[-1]
         new = False
         for i, e in enumerate(entries):
-            vals[e.idx], nt = e.decide(self, st, i == forced and not new)
+            vals[e.idx], nt = e.decide(self, st, i in hard or (i == forced and not new), floors[i] if floors is not None else None)
             new = new or nt
+            if nt:
+                counts[i] = 0
+            elif self_driven and i in advancing:
+                counts[i] += 1
 
     def _carried_step(self, op: Op, p: int, st: list[Any], vals: list[Any], changed: set[int]) -> None:
         """A carried op consumes what reached it in this run (deltas / new versions)."""
