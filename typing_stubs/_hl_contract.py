@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydrolite import Cluster, FlowBuilder, Process, Tick
+from hydrolite.live._base import Live
 
 
 class Server:
@@ -66,3 +67,11 @@ def world(name: str = "contract") -> World:
 
 
 REASON = "any batch boundary is acceptable to this test program"
+
+
+def runtime_type(collection: Live) -> str:
+    """The collection's type as the runtime records it (`Meta.type_str()`, `?` = element unknown).
+
+    Accepted cases compare it with what mypy infers, so the two cannot drift apart.
+    """
+    return collection.node.meta.type_str()

@@ -2,8 +2,9 @@
 
 sort and chain (both sides), anti_join's negative side, cross_singleton's singleton, and
 the keyed-singleton lookups all need a collection that ends: one batch inside a tick, or a
-finite top-level `source_iter`. A Bounded self is an explicit self type (`[misc]` when
-violated); a Bounded argument is a parameter type (`[arg-type]`).
+finite top-level `source_iter`. A Bounded self is an explicit self type (`[misc]` without
+the plugin), a Bounded argument a parameter type (`[arg-type]`/`[call-overload]`); with
+`hydrolite.mypy_plugin` (enabled in pyproject.toml) both are `[hydrolite-bounded]`.
 """
 
 from __future__ import annotations
@@ -82,54 +83,54 @@ def accept_lookups_on_snapshots() -> None:
 # ------------------------------------------------------------------ rejected (also at run time)
 def reject_sort_unbounded() -> None:
     x = world().server.source("x", int)
-    x.sort()  # type: ignore[misc]
+    x.sort()  # type: ignore[hydrolite-bounded]
 
 
 def reject_chain_unbounded_self() -> None:
     w = world()
     x = w.server.source("x", int)
-    x.chain(w.server.source_iter([1, 2]))  # type: ignore[misc]
+    x.chain(w.server.source_iter([1, 2]))  # type: ignore[hydrolite-bounded]
 
 
 def reject_chain_unbounded_other() -> None:
     w = world()
     x = w.server.source("x", int)
-    w.server.source_iter([1, 2]).chain(x)  # type: ignore[arg-type]
+    w.server.source_iter([1, 2]).chain(x)  # type: ignore[hydrolite-bounded]
 
 
 def reject_anti_join_unbounded_negative_side() -> None:
     w = world()
     pairs = w.server.source("x", str).map(lambda s: (s, len(s)))
-    pairs.anti_join(w.server.source("blocked", str))  # type: ignore[arg-type]
+    pairs.anti_join(w.server.source("blocked", str))  # type: ignore[hydrolite-bounded]
 
 
 def reject_cross_singleton_with_unbounded_singleton() -> None:
     w = world()
     count = w.server.source("x", int).count()
-    w.server.source_iter([1, 2]).cross_singleton(count)  # type: ignore[arg-type]
+    w.server.source_iter([1, 2]).cross_singleton(count)  # type: ignore[hydrolite-bounded]
 
 
 def reject_lookup_keyed_singleton_unbounded_table() -> None:
     w = world()
     table = w.server.keyed_source("put", str, int).reduce(lambda old, new: new)
     gets = w.server.source_iter([("alice", 1)]).into_keyed()
-    gets.lookup_keyed_singleton(table)  # type: ignore[arg-type]
+    gets.lookup_keyed_singleton(table)  # type: ignore[hydrolite-bounded]
 
 
 def reject_lookup_keyed_singleton_unbounded_requests() -> None:
     w = world()
     table = w.server.source_iter([("alice", 1)]).into_keyed().reduce(lambda old, new: new)
     gets = w.server.keyed_source("get", str, int)
-    gets.lookup_keyed_singleton(table)  # type: ignore[misc]
+    gets.lookup_keyed_singleton(table)  # type: ignore[hydrolite-bounded]
 
 
 def reject_keyed_singleton_entries_unbounded() -> None:
     table = world().server.keyed_source("put", str, int).reduce(lambda old, new: new)
-    table.entries()  # type: ignore[misc]
+    table.entries()  # type: ignore[hydrolite-bounded]
 
 
 def reject_keyed_singleton_get_unbounded() -> None:
     w = world()
     table = w.server.keyed_source("put", str, int).reduce(lambda old, new: new)
     key = w.server.source_iter(["alice"]).fold("", lambda _, name: name)
-    table.get(key)  # type: ignore[misc]
+    table.get(key)  # type: ignore[hydrolite-bounded]

@@ -140,6 +140,11 @@ def accept_keyed_singleton_lookups() -> None:
     w.flow.finalize()
 
 
+# ------------------------------------------------------------------ rejected (also at run time)
+def reject_into_keyed_without_pairs() -> None:
+    world().server.source("x", int).into_keyed()  # type: ignore[hydrolite-elem]
+
+
 # ------------------------------------------------------------------ rejected by mypy only
 def mistype_lambda_uses_the_wrong_element_type() -> None:
     w = world()
@@ -154,7 +159,7 @@ def mistype_fold_accumulator_mismatch() -> None:
 
 
 def mistype_fold_empty_list_literal() -> None:
-    """Known inference limit: `[]` is `list[Never]`; write `list[int]()` as the init."""
+    """`[]` alone is `list[Never]`: say `acc_type=list[int]` (check_agreement.py) or `list[int]()`."""
     w = world()
     w.server.source("x", int).fold([], lambda acc, v: [*acc, v])  # type: ignore[arg-type, return-value]
     w.flow.finalize()
@@ -168,10 +173,6 @@ def mistype_join_with_other_key_type() -> None:
     w.flow.finalize()
 
 
-def mistype_into_keyed_without_pairs() -> None:
-    w = world()
-    w.server.source("x", int).into_keyed()  # type: ignore[misc]
-    w.flow.finalize()
 
 
 def mistype_chain_of_other_element_type() -> None:

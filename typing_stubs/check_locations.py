@@ -88,81 +88,81 @@ def accept_same_location_combinations() -> None:
 # ------------------------------------------------------------------ rejected (also at run time)
 def reject_mixing_two_processes() -> None:
     w = world()
-    w.server.source("a", int).merge_unordered(w.client.source("b", int))  # type: ignore[arg-type]
+    w.server.source("a", int).merge_unordered(w.client.source("b", int))  # type: ignore[hydrolite-location]
 
 
 def reject_joining_two_processes() -> None:
     w = world()
     left = w.server.source("a", str).map(lambda s: (s, 1))
     right = w.client.source("b", str).map(lambda s: (s, 2.0))
-    left.join(right)  # type: ignore[arg-type]
+    left.join(right)  # type: ignore[hydrolite-location]
 
 
 def reject_mixing_a_tick_and_its_location() -> None:
     w = world()
     x = w.server.source("x", int)
-    x.batch(w.tick, nondet(REASON)).merge_unordered(x)  # type: ignore[arg-type]
+    x.batch(w.tick, nondet(REASON)).merge_unordered(x)  # type: ignore[hydrolite-location]
 
 
 def reject_mixing_ticks_of_two_processes() -> None:
     w = world()
     mine = w.server.source("x", int).batch(w.tick, nondet(REASON))
     theirs = w.client.source("y", int).count().snapshot(w.client.tick(), nondet(REASON))
-    mine.cross_singleton(theirs)  # type: ignore[arg-type]
+    mine.cross_singleton(theirs)  # type: ignore[hydrolite-location]
 
 
 def reject_mixing_a_cluster_and_a_process() -> None:
     w = world()
-    w.workers.source("a", int).cross_product(w.server.source("b", int))  # type: ignore[arg-type]
+    w.workers.source("a", int).cross_product(w.server.source("b", int))  # type: ignore[hydrolite-location]
 
 
 def reject_zip_across_locations() -> None:
     w = world()
-    w.server.source("a", int).count().zip(w.client.source("b", int).count())  # type: ignore[arg-type]
+    w.server.source("a", int).count().zip(w.client.source("b", int).count())  # type: ignore[hydrolite-location]
 
 
 def reject_send_to_a_cluster() -> None:
     w = world()
-    w.server.source("x", int).send(w.workers)  # type: ignore[arg-type]
+    w.server.source("x", int).send(w.workers)  # type: ignore[hydrolite-location]
 
 
 def reject_broadcast_to_a_process() -> None:
     w = world()
-    w.server.source("x", int).broadcast(w.client)  # type: ignore[arg-type]
+    w.server.source("x", int).broadcast(w.client)  # type: ignore[hydrolite-location]
 
 
 def reject_demux_to_a_process() -> None:
     w = world()
     routed = w.server.source("x", int).map(lambda v: (MemberId[Workers](v), v))
-    routed.demux(w.client)  # type: ignore[arg-type]
+    routed.demux(w.client)  # type: ignore[hydrolite-location]
 
 
 def reject_release_aligned_with_another_locations_point() -> None:
     w = world()
-    w.server.source("x", int).release_aligned(w.client.local_align_point())  # type: ignore[arg-type]
+    w.server.source("x", int).release_aligned(w.client.local_align_point())  # type: ignore[hydrolite-location]
 
 
 def reject_batch_aligned_with_another_locations_point() -> None:
     w = world()
     x = w.server.source("x", int)
-    x.batch_aligned(w.tick, w.workers.local_align_point(), nondet(REASON))  # type: ignore[arg-type]
+    x.batch_aligned(w.tick, w.workers.local_align_point(), nondet(REASON))  # type: ignore[hydrolite-location]
 
 
 def reject_snapshot_aligned_with_another_locations_point() -> None:
     w = world()
     count = w.server.source("x", int).count()
-    count.snapshot_aligned(w.tick, w.client.local_align_point(), nondet(REASON))  # type: ignore[arg-type]
+    count.snapshot_aligned(w.tick, w.client.local_align_point(), nondet(REASON))  # type: ignore[hydrolite-location]
 
 
 def reject_keyed_release_aligned_with_another_locations_point() -> None:
     w = world()
     ks = w.server.keyed_source("k", str, int)
-    ks.release_aligned(w.client.local_align_point())  # type: ignore[arg-type]
+    ks.release_aligned(w.client.local_align_point())  # type: ignore[hydrolite-location]
 
 
 def reject_aligned_at_with_another_locations_point() -> None:
     w = world()
-    w.server.source("x", int).count().aligned_at(w.client.local_align_point())  # type: ignore[arg-type]
+    w.server.source("x", int).count().aligned_at(w.client.local_align_point())  # type: ignore[hydrolite-location]
 
 
 def reject_batch_without_nondet() -> None:
@@ -186,7 +186,7 @@ def reject_assume_ordering_without_nondet() -> None:
 
 def reject_batch_with_a_plain_string_reason() -> None:
     w = world()
-    w.server.source("x", int).batch(w.tick, "arrival order does not matter")  # type: ignore[arg-type]
+    w.server.source("x", int).batch(w.tick, "arrival order does not matter")  # type: ignore[hydrolite-nondet]
 
 
 def reject_location_named_by_a_string() -> None:

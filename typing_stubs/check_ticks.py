@@ -94,74 +94,74 @@ def accept_tick_cycles() -> None:
 
 # ------------------------------------------------------------------ rejected (also at run time)
 def reject_all_ticks_at_top_level() -> None:
-    world().server.source("x", int).all_ticks()  # type: ignore[misc]
+    world().server.source("x", int).all_ticks()  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_all_ticks_at_top_level() -> None:
-    world().server.keyed_source("k", str, int).all_ticks()  # type: ignore[misc]
+    world().server.keyed_source("k", str, int).all_ticks()  # type: ignore[hydrolite-tick]
 
 
 def reject_latest_at_top_level() -> None:
-    world().server.source("x", int).count().latest()  # type: ignore[misc]
+    world().server.source("x", int).count().latest()  # type: ignore[hydrolite-tick]
 
 
 def reject_optional_latest_at_top_level() -> None:
-    world().server.source("x", int).first().latest()  # type: ignore[misc]
+    world().server.source("x", int).first().latest()  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_singleton_latest_at_top_level() -> None:
-    world().server.keyed_source("k", str, int).count().latest()  # type: ignore[misc]
+    world().server.keyed_source("k", str, int).count().latest()  # type: ignore[hydrolite-tick]
 
 
 def reject_defer_tick_at_top_level() -> None:
-    world().server.source("x", int).defer_tick()  # type: ignore[misc]
+    world().server.source("x", int).defer_tick()  # type: ignore[hydrolite-tick]
 
 
 def reject_singleton_defer_tick_at_top_level() -> None:
-    world().server.source("x", int).count().defer_tick()  # type: ignore[misc]
+    world().server.source("x", int).count().defer_tick()  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_defer_tick_at_top_level() -> None:
-    world().server.keyed_source("k", str, int).defer_tick()  # type: ignore[misc]
+    world().server.keyed_source("k", str, int).defer_tick()  # type: ignore[hydrolite-tick]
 
 
 def reject_into_stream_at_top_level() -> None:
-    world().server.source("x", int).count().into_stream()  # type: ignore[misc]
+    world().server.source("x", int).count().into_stream()  # type: ignore[hydrolite-tick]
 
 
 def reject_batch_inside_a_tick() -> None:
     w = world()
     batch = w.server.source("x", int).batch(w.tick, nondet(REASON))
-    batch.batch(w.tick, nondet(REASON))  # type: ignore[arg-type]
+    batch.batch(w.tick, nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_snapshot_inside_a_tick() -> None:
     w = world()
     snap = w.server.source("x", int).count().snapshot(w.tick, nondet(REASON))
-    snap.snapshot(w.tick, nondet(REASON))  # type: ignore[arg-type]
+    snap.snapshot(w.tick, nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_batch_inside_a_tick() -> None:
     w = world()
     kb = w.server.keyed_source("k", str, int).batch(w.tick, nondet(REASON))
-    kb.batch(w.tick, nondet(REASON))  # type: ignore[arg-type]
+    kb.batch(w.tick, nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_batch_into_a_tick_of_another_process() -> None:
     w = world()
-    w.server.source("x", int).batch(w.client.tick(), nondet(REASON))  # type: ignore[arg-type]
+    w.server.source("x", int).batch(w.client.tick(), nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_snapshot_into_a_tick_of_a_cluster() -> None:
     w = world()
     count = w.server.source("x", int).count()
-    count.snapshot(w.workers.tick(), nondet(REASON))  # type: ignore[arg-type]
+    count.snapshot(w.workers.tick(), nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_snapshot_into_a_tick_of_another_location() -> None:
     w = world()
     table = w.server.keyed_source("k", str, int).count()
-    table.snapshot(w.client.tick(), nondet(REASON))  # type: ignore[arg-type]
+    table.snapshot(w.client.tick(), nondet(REASON))  # type: ignore[hydrolite-tick]
 
 
 def reject_tick_of_a_tick() -> None:
@@ -175,19 +175,19 @@ def reject_source_inside_a_tick() -> None:
 def reject_sink_inside_a_tick() -> None:
     w = world()
     batch = w.server.source("x", int).batch(w.tick, nondet(REASON))
-    batch.sink("out")  # type: ignore[misc]
+    batch.sink("out")  # type: ignore[hydrolite-tick]
 
 
 def reject_keyed_sink_inside_a_tick() -> None:
     w = world()
     kb = w.server.keyed_source("k", str, int).batch(w.tick, nondet(REASON))
-    kb.sink("out")  # type: ignore[misc]
+    kb.sink("out")  # type: ignore[hydrolite-tick]
 
 
 def reject_send_from_inside_a_tick() -> None:
     w = world()
     batch = w.server.source("x", int).batch(w.tick, nondet(REASON))
-    batch.send(w.client)  # type: ignore[misc]
+    batch.send(w.client)  # type: ignore[hydrolite-tick]
 
 
 def reject_cycle_completed_with_another_kind() -> None:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from typing_extensions import Never
+
 from .._site import capture_site
 from ..errors import BuildError
 from ..ir.ids import TickId
 from ..ir.meta import Kind, Meta
 from ..ir.nodes import Node
 from ..nondet import NonDet
+from . import rules
 
 if TYPE_CHECKING:
-    from ..locations.locations import LocalAlignPoint, Location, Tick
+    from ..locations.locations import LocalAlignPoint, Location
 
 LiveT = TypeVar("LiveT", bound="Live")
 
@@ -20,7 +23,7 @@ LiveT = TypeVar("LiveT", bound="Live")
 class Live:
     """A live collection: an immutable handle on one IR node."""
 
-    __slots__ = ("_node", "_loc")
+    __slots__ = ("_loc", "_node")
 
     def __init__(self, node: Node, loc: Location) -> None:
         self._node = node
@@ -39,12 +42,35 @@ class Live:
     def __repr__(self) -> str:
         return f"<{self._node.meta.type_str()} from {self._node.op}() at {self._node.site}>"
 
-    def __bool__(self) -> NoReturn:
-        raise BuildError(
-            "a live collection",
-            required="an explicit operator to observe its contents",
-            found="a truth test (if/while/and/or) on a collection that is only known at run time",
-            fix="use filter(), fold() or count() to compute the condition inside the pipeline",
+    # A live collection has no value at build time, so it has no truth value and no equality.
+    # Both raise a BuildError. mypy sees `__eq__`/`__ne__` taking `Never`, so `a == b` on two
+    # collections is an [operator] error ([hydrolite-eq] with the plugin); `__bool__` is hidden
+    # from mypy, so `if stream:` is a [truthy-bool] error where that code is enabled (a
+    # NoReturn `__bool__` would instead make mypy skip the rest of the function as unreachable).
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: Never) -> bool:  # type: ignore[override]
+        raise self._no_equality("==")
+
+    def __ne__(self, other: Never) -> bool:  # type: ignore[override]
+        raise self._no_equality("!=")
+
+    if not TYPE_CHECKING:
+
+        def __bool__(self) -> NoReturn:
+            raise BuildError(
+                "a live collection",
+                required=rules.NO_TRUTH,
+                found="a truth test (if/while/and/or) on a collection that is only known at run time",
+                fix=rules.FIX_TRUTH,
+            )
+
+    def _no_equality(self, op: str) -> BuildError:
+        return BuildError(
+            f"{op} on a live collection",
+            required=rules.NO_EQUALITY,
+            found=f"{op} on {self._found()}",
+            fix=rules.FIX_EQUALITY,
         )
 
     # ------------------------------------------------------------- building
@@ -70,33 +96,33 @@ class Live:
 
     def _need_ordered(self, op: str, fix: str) -> None:
         if not self._meta.ordered:
-            raise BuildError(op, required="a TotalOrder collection", found=self._found(), fix=fix)
+            raise BuildError(op, required=rules.ORDERED, found=self._found(), fix=fix)
 
     def _need_bounded(self, op: str, fix: str = "") -> None:
         if not self._meta.bounded:
             raise BuildError(
                 op,
-                required="a Bounded collection (one batch inside a tick)",
+                required=rules.BOUNDED,
                 found=self._found(),
-                fix=fix or "batch(tick, nondet(...)) it into a tick first",
+                fix=fix or rules.FIX_BATCH,
             )
 
     def _need_tick(self, op: str) -> None:
         if not isinstance(self._meta.loc, TickId):
             raise BuildError(
                 op,
-                required="a collection inside a tick (Tick[...] location)",
+                required=rules.IN_TICK,
                 found=self._found(),
-                fix="this operator leaves or steps a tick; use batch()/snapshot() to enter one first",
+                fix=rules.FIX_ENTER_TICK,
             )
 
     def _need_top(self, op: str, fix: str = "") -> None:
         if isinstance(self._meta.loc, TickId):
             raise BuildError(
                 op,
-                required="a top-level collection (on a Process or Cluster)",
+                required=rules.TOP_LEVEL,
                 found=self._found(),
-                fix=fix or "call all_ticks() (streams) or latest() (singletons) to leave the tick first",
+                fix=fix or rules.FIX_LEAVE_TICK,
             )
 
     def _need_same_flow(self, other: Location, op: str) -> None:
@@ -117,26 +143,25 @@ class Live:
         if other._meta.loc != self._meta.loc:
             raise BuildError(
                 op,
-                required=f"both sides at the same location ({self._meta.loc})",
+                required=rules.same_location(str(self._meta.loc)),
                 found=f"{other._meta.loc}: {other._found()}",
-                fix="move one side first: send() across locations, batch()/snapshot() into the tick, "
-                "or all_ticks()/latest() out of it",
+                fix=rules.FIX_SAME_LOCATION,
             )
         return other
 
     def _need_tick_of(self, tick: object, op: str) -> TickId:
         from ..locations.locations import Tick
 
-        self._need_top(op, "batch/snapshot are taken from top-level collections only")
+        self._need_top(op, rules.FIX_FROM_TOP)
         if not isinstance(tick, Tick):
             raise BuildError(op, required="a Tick", found=f"{type(tick).__name__} {tick!r}", fix="pass loc.tick()")
         self._need_same_flow(tick, op)
         if tick.id.outer != self._meta.loc:
             raise BuildError(
                 op,
-                required=f"a tick of the collection's own location {self._meta.loc}",
+                required=rules.tick_of(str(self._meta.loc)),
                 found=f"a tick of {tick.id.outer}",
-                fix=f"create the tick with .tick() on the location that holds the collection ({self._meta.loc})",
+                fix=rules.fix_tick_of(str(self._meta.loc)),
             )
         return tick.id
 
@@ -155,10 +180,9 @@ class Live:
         if align.id.loc != top:
             raise BuildError(
                 op,
-                required=f"an align point of the collection's location {top}",
+                required=rules.align_point_of(str(top)),
                 found=f"an align point of {align.id.loc} (created at {align.site})",
-                fix="alignment is local to one location: create the point on the location that "
-                f"holds the collection ({top}); it cannot align across the network",
+                fix=rules.fix_align_point_of(str(top)),
             )
         return align
 
@@ -167,9 +191,9 @@ class Live:
         if not isinstance(nd, NonDet):
             raise BuildError(
                 op,
-                required='a nondet("why") justification',
+                required=rules.NONDET,
                 found=f"{type(nd).__name__} {nd!r}",
-                fix='pass nondet("why any outcome is acceptable here")',
+                fix=rules.FIX_NONDET,
             )
         return nd
 

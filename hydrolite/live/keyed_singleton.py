@@ -10,10 +10,11 @@ from ..ir.meta import Kind, pair_type
 from ..locations.markers import Bounded, NoOrder, Unbounded
 from ..nondet import NonDet
 from . import keyed_stream as _ks
+from . import rules
 from . import singleton as _sg
 from . import stream as _st
 from ._base import Live
-from ._typevars import B, K, L, O, P, U, V, V2
+from ._typevars import V2, B, K, L, O, P, U, V
 
 if TYPE_CHECKING:
     from ..locations.locations import LocalAlignPoint, Tick
@@ -39,23 +40,23 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
 
     def entries(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[tuple[K, V], L, Bounded, NoOrder]:
         """(key, value) pairs of this tick's map."""
-        self._need_bounded("entries()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        self._need_bounded("entries()", rules.FIX_SNAPSHOT_TABLE)
         meta = self._meta.but(kind=Kind.STREAM, ordered=False, elem=pair_type(self._meta), key=None)
         return self._derive(_st.Stream, n.Entries, meta, input=self._node)
 
     def keys(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[K, L, Bounded, NoOrder]:
         """The keys present in this tick's map."""
-        self._need_bounded("keys()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        self._need_bounded("keys()", rules.FIX_SNAPSHOT_TABLE)
         return self._derive(_st.Stream, n.Keys, self._meta.but(kind=Kind.STREAM, ordered=False, elem=self._meta.key, key=None), input=self._node)
 
     def values(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[V, L, Bounded, NoOrder]:
         """The values of this tick's map."""
-        self._need_bounded("values()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        self._need_bounded("values()", rules.FIX_SNAPSHOT_TABLE)
         return self._derive(_st.Stream, n.Values, self._meta.but(kind=Kind.STREAM, ordered=False, key=None), input=self._node)
 
     def get(self: KeyedSingleton[K, V, L, Bounded], key: Singleton[K, L, Bounded]) -> OptionalSingleton[V, L, Bounded]:
         """The value at the key held by a singleton (empty when absent)."""
-        self._need_bounded("get()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        self._need_bounded("get()", rules.FIX_SNAPSHOT_TABLE)
         k = self._need_same_loc(key, "get()", (Kind.SINGLETON,), "a Singleton holding the key")
         meta = self._meta.but(kind=Kind.OPTIONAL, key=None)
         return self._derive(_sg.OptionalSingleton, n.KeyedGet, meta, left=self._node, right=k._node)
@@ -64,7 +65,7 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
         self: KeyedSingleton[K, V, L, Bounded], requests: KeyedStream[K, V2, L, Bounded, O]
     ) -> KeyedStream[K, tuple[V2, V], L, Bounded, O]:
         """For each (k, r) request whose key is present, emit (k, (r, value))."""
-        self._need_bounded("get_many_if_present()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        self._need_bounded("get_many_if_present()", rules.FIX_SNAPSHOT_TABLE)
         r = self._need_same_loc(requests, "get_many_if_present()", (Kind.KEYED_STREAM,), "a KeyedStream of requests")
         r._need_bounded("get_many_if_present()")
         meta = r._meta.but(elem=None)

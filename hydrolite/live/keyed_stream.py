@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, overload
 
+from typing_extensions import TypeForm
+
 from .._site import capture_site
 from ..ir import nodes as n
 from ..ir.meta import Kind, pair_type
@@ -12,9 +14,10 @@ from ..locations.locations import Cluster, Process
 from ..locations.markers import Bounded, NoOrder, TotalOrder, Unbounded
 from ..nondet import NonDet
 from . import keyed_singleton as _kg
+from . import rules
 from . import stream as _st
 from ._base import Live
-from ._typevars import A, B, K, L, O, P, U, V, V2, Tag
+from ._typevars import V2, A, B, K, L, O, P, Tag, U, V
 from .ports import SinkPort
 
 if TYPE_CHECKING:
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from .keyed_singleton import KeyedSingleton
     from .stream import Stream
 
-_FIX = "use the _commutative variant if the function ignores order, or assume_ordering(nondet(...)) first"
+_FIX = rules.FIX_KEYED_ORDER
 
 
 class KeyedStream(Live, Generic[K, V, L, B, O]):
@@ -71,16 +74,26 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         return self._derive(KeyedStream, n.Unique, self._meta, input=self._node, name=name)
 
     # ------------------------------------------------------------- per key aggregation
-    def fold(self: KeyedStream[K, V, L, B, TotalOrder], init: A, f: Callable[[A, V], A], *, name: str | None = None) -> KeyedSingleton[K, A, L, B]:
+    # `acc_type=` as in Stream.fold: the accumulator's type when `init` cannot say it.
+    def fold(
+        self: KeyedStream[K, V, L, B, TotalOrder],
+        init: A,
+        f: Callable[[A, V], A],
+        *,
+        acc_type: TypeForm[A] | None = None,
+        name: str | None = None,
+    ) -> KeyedSingleton[K, A, L, B]:
         """Per key: acc = f(acc, v) in order, from init."""
         self._need_ordered("fold()", _FIX)
         self._need_fn(f, "fold()")
-        return self._agg(n.Fold, type(init), init=init, f=f, commutative=False, name=name)
+        return self._agg(n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=False, name=name)
 
-    def fold_commutative(self, init: A, f: Callable[[A, V], A], *, name: str | None = None) -> KeyedSingleton[K, A, L, B]:
+    def fold_commutative(
+        self, init: A, f: Callable[[A, V], A], *, acc_type: TypeForm[A] | None = None, name: str | None = None
+    ) -> KeyedSingleton[K, A, L, B]:
         """Per-key fold whose result does not depend on the order of values."""
         self._need_fn(f, "fold_commutative()")
-        return self._agg(n.Fold, type(init), init=init, f=f, commutative=True, name=name)
+        return self._agg(n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=True, name=name)
 
     def reduce(self: KeyedStream[K, V, L, B, TotalOrder], f: Callable[[V, V], V], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
         """Per key: combine values in order (e.g. `lambda old, new: new` keeps the latest)."""
@@ -133,7 +146,7 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         """Pair each value with the table's value at its key (None when absent)."""
         self._need_bounded("lookup_keyed_singleton()")
         t = self._need_same_loc(table, "lookup_keyed_singleton()", (Kind.KEYED_SINGLETON,), "a KeyedSingleton")
-        t._need_bounded("lookup_keyed_singleton()", "snapshot(tick, nondet(...)) the keyed singleton first")
+        t._need_bounded("lookup_keyed_singleton()", rules.FIX_SNAPSHOT_TABLE)
         return self._derive(KeyedStream, n.KeyedLookup, self._meta.but(elem=None), left=self._node, right=t._node, keep_missing=True)
 
     # ------------------------------------------------------------- order
@@ -190,7 +203,7 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
     def sink(self: KeyedStream[K, V, Cluster[Tag], B, O], name: str) -> SinkPort[tuple[K, V]]: ...
     def sink(self, name: str) -> SinkPort[Any]:
         """Write every (key, value) pair to the named output port."""
-        self._need_top("sink()", "sinks are top-level: all_ticks() the keyed stream first")
+        self._need_top("sink()", rules.FIX_KEYED_SINK_TOP)
         node = n.Sink(meta=self._meta, site=capture_site(), input=self._node, port=name)
         self._loc.flow._register_sink(node)
         return SinkPort(name, None, ordered=False)

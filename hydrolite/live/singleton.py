@@ -17,7 +17,7 @@ from ..locations.markers import Bounded, TotalOrder, Unbounded
 from ..nondet import NonDet
 from . import stream as _st
 from ._base import Live
-from ._typevars import B, L, P, T, U
+from ._typevars import B2, B, L, P, T, U
 
 if TYPE_CHECKING:
     from ..locations.locations import LocalAlignPoint, Tick
@@ -96,11 +96,25 @@ class Singleton(_Scalar, Generic[T, L, B]):
         self._need_fn(f, "inspect()")
         return self._derive(Singleton, n.Inspect, self._meta, input=self._node, f=f)
 
+    # Bounded only if both sides are (as at run time); optional if the other side is.
+    # The last two overloads cover generic code whose boundedness is a type variable.
     @overload
-    def zip(self, other: Singleton[U, L, B]) -> Singleton[tuple[T, U], L, B]: ...
+    def zip(self: Singleton[T, L, Bounded], other: Singleton[U, L, Bounded]) -> Singleton[tuple[T, U], L, Bounded]: ...
     @overload
-    def zip(self, other: OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]: ...
-    def zip(self, other: Singleton[U, L, B] | OptionalSingleton[U, L, B]) -> Singleton[tuple[T, U], L, B] | OptionalSingleton[tuple[T, U], L, B]:
+    def zip(self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Bounded]) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
+    @overload
+    def zip(self: Singleton[T, L, Bounded], other: Singleton[U, L, Unbounded]) -> Singleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Unbounded]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: Singleton[T, L, Unbounded], other: Singleton[U, L, B2]) -> Singleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: Singleton[T, L, Unbounded], other: OptionalSingleton[U, L, B2]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: Singleton[T, L, B], other: Singleton[U, L, B]) -> Singleton[tuple[T, U], L, B]: ...
+    @overload
+    def zip(self: Singleton[T, L, B], other: OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]: ...
+    def zip(self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]) -> Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]:
         """Pair with another value at the same location."""
         return self._zip(other)  # type: ignore[no-any-return]
 
@@ -155,8 +169,16 @@ class OptionalSingleton(_Scalar, Generic[T, L, B]):
         self._need_fn(f, "inspect()")
         return self._derive(OptionalSingleton, n.Inspect, self._meta, input=self._node, f=f)
 
-    def zip(self, other: Singleton[U, L, B] | OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]:
-        """Pair with another value; empty when either side is."""
+    @overload
+    def zip(self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
+    @overload
+    def zip(self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Unbounded] | OptionalSingleton[U, L, Unbounded]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: OptionalSingleton[T, L, Unbounded], other: Singleton[U, L, B2] | OptionalSingleton[U, L, B2]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    @overload
+    def zip(self: OptionalSingleton[T, L, B], other: Singleton[U, L, B] | OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]: ...
+    def zip(self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]) -> OptionalSingleton[Any, Any, Any]:
+        """Pair with another value; empty when either side is (Bounded only if both are)."""
         return self._zip(other)  # type: ignore[no-any-return]
 
     def unwrap_or(self, default: T) -> Singleton[T, L, B]:
@@ -195,4 +217,4 @@ class OptionalSingleton(_Scalar, Generic[T, L, B]):
         return self._aligned_at(align)  # type: ignore[no-any-return]
 
 
-__all__ = ["Singleton", "OptionalSingleton", "Meta", "TickId"]
+__all__ = ["Meta", "OptionalSingleton", "Singleton", "TickId"]

@@ -4,90 +4,109 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from typing_extensions import TypeForm
 
 from .._site import capture_site
 from ..errors import BuildError
 from ..ir import nodes as n
 from ..ir.ids import ClusterId, ProcessId
-from ..ir.meta import Kind
+from ..ir.meta import Kind, type_name
 from ..locations.locations import Cluster, MemberId, Process, TopLevel
 from ..locations.markers import Bounded, NoOrder, TotalOrder, Unbounded
 from ..nondet import NonDet
 from . import keyed_stream as _ks
+from . import rules
 from . import singleton as _sg
 from ._base import Live
-from ._typevars import A, B, K, L, O, O2, P, T, U, V, V2, Tag, Tag2
+from ._typevars import B2, O2, V2, A, B, E, K, L, O, P, T_co, Tag, Tag2, U, V
 from .ports import SinkPort
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
     from ..locations.locations import LocalAlignPoint, Tick
     from .keyed_stream import KeyedStream
     from .singleton import OptionalSingleton, Singleton
 
 _S = (Kind.STREAM,)
-_FOLD_FIX = "use fold_commutative() if the function ignores order, or sort()/assume_ordering(nondet(...)) first"
+CT = TypeVar("CT", bound="SupportsRichComparison")
 
 
-class Stream(Live, Generic[T, L, B, O]):
-    """A stream of T at location L; B says whether it ends, O whether its order is meaningful."""
+class Stream(Live, Generic[T_co, L, B, O]):
+    """A stream of T at location L; B says whether it ends, O whether its order is meaningful.
+
+    T is covariant (see `_typevars`); L, B and O are invariant.
+    """
 
     __slots__ = ()
 
     # ------------------------------------------------------------- element-wise
-    def map(self, f: Callable[[T], U]) -> Stream[U, L, B, O]:
+    def map(self, f: Callable[[T_co], U]) -> Stream[U, L, B, O]:
         """Apply f to every element."""
         self._need_fn(f, "map()")
         return self._derive(Stream, n.Map, self._meta.but(elem=None), input=self._node, f=f)
 
-    def filter(self, f: Callable[[T], bool]) -> Stream[T, L, B, O]:
+    def filter(self, f: Callable[[T_co], bool]) -> Stream[T_co, L, B, O]:
         """Keep the elements for which f is true."""
         self._need_fn(f, "filter()")
         return self._derive(Stream, n.Filter, self._meta, input=self._node, f=f)
 
-    def filter_map(self, f: Callable[[T], U | None]) -> Stream[U, L, B, O]:
+    def filter_map(self, f: Callable[[T_co], U | None]) -> Stream[U, L, B, O]:
         """Apply f and keep the results that are not None."""
         self._need_fn(f, "filter_map()")
         return self._derive(Stream, n.FilterMap, self._meta.but(elem=None), input=self._node, f=f)
 
-    def flat_map_ordered(self, f: Callable[[T], Iterable[U]]) -> Stream[U, L, B, O]:
+    def flat_map_ordered(self, f: Callable[[T_co], Iterable[U]]) -> Stream[U, L, B, O]:
         """Emit every element of f(x), in the iterable's order."""
         self._need_fn(f, "flat_map_ordered()")
         return self._derive(Stream, n.FlatMap, self._meta.but(elem=None), input=self._node, f=f)
 
-    def flat_map_unordered(self, f: Callable[[T], Iterable[U]]) -> Stream[U, L, B, NoOrder]:
+    def flat_map_unordered(self, f: Callable[[T_co], Iterable[U]]) -> Stream[U, L, B, NoOrder]:
         """Emit every element of f(x) (e.g. from a set), in no meaningful order."""
         self._need_fn(f, "flat_map_unordered()")
         meta = self._meta.but(elem=None, ordered=False)
         return self._derive(Stream, n.FlatMap, meta, input=self._node, f=f)
 
-    def inspect(self, f: Callable[[T], object]) -> Stream[T, L, B, O]:
+    def inspect(self, f: Callable[[T_co], object]) -> Stream[T_co, L, B, O]:
         """Call f on every element (for logging); elements pass through unchanged."""
         self._need_fn(f, "inspect()")
         return self._derive(Stream, n.Inspect, self._meta, input=self._node, f=f)
 
     # ------------------------------------------------------------- aggregation
-    def fold(self: Stream[T, L, B, TotalOrder], init: A, f: Callable[[A, T], A], *, name: str | None = None) -> Singleton[A, L, B]:
+    # `acc_type=` names the accumulator's type where `init` cannot: `frozenset()`, `[]`, `{}`
+    # and `None` infer `Never` (or `None`), e.g. `fold(None, f, acc_type=int | None)`.
+    def fold(
+        self: Stream[T_co, L, B, TotalOrder],
+        init: A,
+        f: Callable[[A, T_co], A],
+        *,
+        acc_type: TypeForm[A] | None = None,
+        name: str | None = None,
+    ) -> Singleton[A, L, B]:
         """acc = f(acc, x) over the elements in order, starting from init (f returns the new acc)."""
-        self._need_ordered("fold()", _FOLD_FIX)
+        self._need_ordered("fold()", rules.FIX_FOLD)
         self._need_fn(f, "fold()")
-        meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init))
+        meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init) if acc_type is None else acc_type)
         return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=False, name=name)
 
-    def fold_commutative(self, init: A, f: Callable[[A, T], A], *, name: str | None = None) -> Singleton[A, L, B]:
+    def fold_commutative(
+        self, init: A, f: Callable[[A, T_co], A], *, acc_type: TypeForm[A] | None = None, name: str | None = None
+    ) -> Singleton[A, L, B]:
         """Like fold, declaring that the result does not depend on the order of elements."""
         self._need_fn(f, "fold_commutative()")
-        meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init))
+        meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init) if acc_type is None else acc_type)
         return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=True, name=name)
 
-    def reduce(self: Stream[T, L, B, TotalOrder], f: Callable[[T, T], T], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
+    def reduce(self: Stream[T_co, L, B, TotalOrder], f: Callable[[T_co, T_co], T_co], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
         """Combine elements in order; empty while no element arrived."""
-        self._need_ordered("reduce()", _FOLD_FIX.replace("fold_", "reduce_"))
+        self._need_ordered("reduce()", rules.FIX_REDUCE)
         self._need_fn(f, "reduce()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=False, name=name)
 
-    def reduce_commutative(self, f: Callable[[T, T], T], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
+    def reduce_commutative(self, f: Callable[[T_co, T_co], T_co], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
         """Like reduce, declaring that f is commutative and associative."""
         self._need_fn(f, "reduce_commutative()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
@@ -98,50 +117,77 @@ class Stream(Live, Generic[T, L, B, O]):
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=int)
         return self._derive(_sg.Singleton, n.Count, meta, input=self._node, name=name)
 
-    def first(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
+    def first(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
         """The first element, if any."""
-        self._need_ordered("first()", "sort() or assume_ordering(nondet(...)) first")
+        self._need_ordered("first()", rules.FIX_SORT_FIRST)
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.First, meta, input=self._node, name=name)
 
-    def last(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T, L, B]:
+    def last(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
         """The last element, if any."""
-        self._need_ordered("last()", "sort() or assume_ordering(nondet(...)) first")
+        self._need_ordered("last()", rules.FIX_SORT_FIRST)
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Last, meta, input=self._node, name=name)
 
-    def enumerate(self: Stream[T, L, B, TotalOrder], *, name: str | None = None) -> Stream[tuple[int, T], L, B, TotalOrder]:
+    def enumerate(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> Stream[tuple[int, T_co], L, B, TotalOrder]:
         """Pair each element with its position (0, 1, ...)."""
-        self._need_ordered("enumerate()", "sort() or assume_ordering(nondet(...)) first")
+        self._need_ordered("enumerate()", rules.FIX_SORT_FIRST)
         return self._derive(Stream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
 
-    def unique(self, *, name: str | None = None) -> Stream[T, L, B, O]:
+    def unique(self, *, name: str | None = None) -> Stream[T_co, L, B, O]:
         """Drop elements equal to one seen before."""
         return self._derive(Stream, n.Unique, self._meta, input=self._node, name=name)
 
-    def sort(self: Stream[T, L, Bounded, O], key: Callable[[T], Any] | None = None) -> Stream[T, L, Bounded, TotalOrder]:
+    # Without a key the elements themselves must be comparable: the first overload only
+    # applies to a stream of comparable elements; for any other the key is required.
+    @overload
+    def sort(self: Stream[CT, L, Bounded, O], key: None = None) -> Stream[CT, L, Bounded, TotalOrder]: ...
+    @overload
+    def sort(self: Stream[E, L, Bounded, O], key: Callable[[E], SupportsRichComparison]) -> Stream[E, L, Bounded, TotalOrder]: ...
+    def sort(self, key: Callable[[Any], SupportsRichComparison] | None = None) -> Stream[Any, Any, Bounded, TotalOrder]:
         """Sort a bounded stream (by key when given)."""
-        self._need_bounded("sort()", "sort works on one batch: batch(tick, nondet(...)) the stream first")
+        self._need_bounded("sort()", rules.FIX_SORT_BATCH)
         if key is not None:
             self._need_fn(key, "sort()")
+        elif not _comparable(self._meta.elem):
+            raise BuildError("sort()", required=rules.COMPARABLE, found=f"elements of type {type_name(self._meta.elem)}: {self._found()}", fix=rules.FIX_COMPARABLE)
         return self._derive(Stream, n.Sort, self._meta.but(ordered=True), input=self._node, key=key)
 
     # ------------------------------------------------------------- combining
+    # The result is Bounded only if both sides are, NoOrder if either side is (as `Meta`
+    # computes it at run time). Overloads spell that out per combination; the last one
+    # covers generic code whose boundedness or ordering is a type variable.
     def cross_singleton(
         self, other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]
-    ) -> Stream[tuple[T, U], L, B, O]:
+    ) -> Stream[tuple[T_co, U], L, B, O]:
         """Pair every element with the singleton's value (nothing while an optional is empty)."""
         o = self._need_same_loc(other, "cross_singleton()", (Kind.SINGLETON, Kind.OPTIONAL), "a Singleton or OptionalSingleton")
-        o._need_bounded("cross_singleton()", "snapshot(tick, nondet(...)) the singleton into the stream's tick")
+        o._need_bounded("cross_singleton()", rules.FIX_SNAPSHOT_SINGLETON)
         return self._derive(Stream, n.CrossSingleton, self._meta.but(elem=None), left=self._node, right=o._node)
 
-    def cross_product(self, other: Stream[U, L, B, O2]) -> Stream[tuple[T, U], L, B, NoOrder]:
+    @overload
+    def cross_product(self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Bounded, O2]) -> Stream[tuple[T_co, U], L, Bounded, NoOrder]: ...
+    @overload
+    def cross_product(self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Unbounded, O2]) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
+    @overload
+    def cross_product(self: Stream[T_co, L, Unbounded, O], other: Stream[U, L, B2, O2]) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
+    @overload
+    def cross_product(self: Stream[T_co, L, B, O], other: Stream[U, L, B, O2]) -> Stream[tuple[T_co, U], L, B, NoOrder]: ...
+    def cross_product(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
         """Every pair (x, y) of elements of the two streams."""
         o = self._need_same_loc(other, "cross_product()", _S, "a Stream")
         meta = self._meta.but(elem=None, ordered=False, bounded=self._meta.bounded and o._meta.bounded)
         return self._derive(Stream, n.CrossProduct, meta, left=self._node, right=o._node)
 
-    def join(self: Stream[tuple[K, V], L, B, O], other: Stream[tuple[K, V2], L, B, O2]) -> Stream[tuple[K, tuple[V, V2]], L, B, NoOrder]:
+    @overload
+    def join(self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Bounded, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Bounded, NoOrder]: ...
+    @overload
+    def join(self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Unbounded, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
+    @overload
+    def join(self: Stream[tuple[K, V], L, Unbounded, O], other: Stream[tuple[K, V2], L, B2, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
+    @overload
+    def join(self: Stream[tuple[K, V], L, B, O], other: Stream[tuple[K, V2], L, B, O2]) -> Stream[tuple[K, tuple[V, V2]], L, B, NoOrder]: ...
+    def join(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
         """Pairs (k, (v1, v2)) for matching keys of two streams of (k, v) tuples."""
         o = self._need_same_loc(other, "join()", _S, "a Stream of (key, value) tuples")
         meta = self._meta.but(elem=None, ordered=False, bounded=self._meta.bounded and o._meta.bounded)
@@ -150,49 +196,67 @@ class Stream(Live, Generic[T, L, B, O]):
     def anti_join(self: Stream[tuple[K, V], L, B, O], other: Stream[K, L, Bounded, O2]) -> Stream[tuple[K, V], L, B, O]:
         """The (k, v) elements whose k does not occur in the bounded stream `other`."""
         o = self._need_same_loc(other, "anti_join()", _S, "a Stream of keys")
-        o._need_bounded("anti_join()", "the negative side must be complete: batch it into the tick first")
+        o._need_bounded("anti_join()", rules.FIX_NEGATIVE_SIDE)
         return self._derive(Stream, n.AntiJoin, self._meta, left=self._node, right=o._node)
 
-    def chain(self: Stream[T, L, Bounded, O], other: Stream[T, L, Bounded, O]) -> Stream[T, L, Bounded, O]:
-        """All elements of self, then all of other (both bounded)."""
-        self._need_bounded("chain()", "chain needs the first side to end: batch it into a tick first")
+    @overload
+    def chain(self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, TotalOrder]) -> Stream[T_co, L, Bounded, TotalOrder]: ...
+    @overload
+    def chain(self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, NoOrder]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    @overload
+    def chain(self: Stream[T_co, L, Bounded, NoOrder], other: Stream[T_co, L, Bounded, O2]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    @overload
+    def chain(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O]) -> Stream[T_co, L, Bounded, O]: ...
+    def chain(self, other: Stream[Any, Any, Bounded, Any]) -> Stream[Any, Any, Bounded, Any]:
+        """All elements of self, then all of other (both bounded; TotalOrder only if both are)."""
+        self._need_bounded("chain()", rules.FIX_CHAIN_FIRST)
         o = self._need_same_loc(other, "chain()", _S, "a Stream")
-        o._need_bounded("chain()", "chain needs both sides to end: batch it into a tick first")
+        o._need_bounded("chain()", rules.FIX_CHAIN_BOTH)
         meta = self._meta.but(ordered=self._meta.ordered and o._meta.ordered)
         return self._derive(Stream, n.Chain, meta, left=self._node, right=o._node)
 
-    def merge_unordered(self, other: Stream[T, L, B, O2]) -> Stream[T, L, B, NoOrder]:
-        """Interleave two streams in any order."""
+    @overload
+    def merge_unordered(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O2]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    @overload
+    def merge_unordered(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Unbounded, O2]) -> Stream[T_co, L, Unbounded, NoOrder]: ...
+    @overload
+    def merge_unordered(self: Stream[T_co, L, Unbounded, O], other: Stream[T_co, L, B2, O2]) -> Stream[T_co, L, Unbounded, NoOrder]: ...
+    @overload
+    def merge_unordered(self: Stream[T_co, L, B, O], other: Stream[T_co, L, B, O2]) -> Stream[T_co, L, B, NoOrder]: ...
+    def merge_unordered(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
+        """Interleave two streams in any order (Bounded only if both are)."""
         o = self._need_same_loc(other, "merge_unordered()", _S, "a Stream")
         meta = self._meta.but(ordered=False, bounded=self._meta.bounded and o._meta.bounded)
         return self._derive(Stream, n.MergeUnordered, meta, left=self._node, right=o._node)
 
     def into_keyed(self: Stream[tuple[K, V], L, B, O]) -> KeyedStream[K, V, L, B, O]:
-        """A stream of (k, v) tuples seen as one stream of v per key k."""
-        args = typing.get_args(self._meta.elem) if typing.get_origin(self._meta.elem) is tuple else ()
-        key, value = args if len(args) == 2 and Ellipsis not in args else (None, None)
+        """A stream of (k, v) tuples (or two-field NamedTuples) seen as one stream of v per key k."""
+        pair = _pair_types(self._meta.elem)
+        if pair is False:
+            raise BuildError("into_keyed()", required=rules.PAIRS, found=self._found(), fix=rules.FIX_PAIRS)
+        key, value = pair or (None, None)
         meta = self._meta.but(kind=Kind.KEYED_STREAM, elem=value, key=key)
         return self._derive(_ks.KeyedStream, n.IntoKeyed, meta, input=self._node)
 
     # ------------------------------------------------------------- order
-    def assume_ordering(self, nondet: NonDet) -> Stream[T, L, B, TotalOrder]:
+    def assume_ordering(self, nondet: NonDet) -> Stream[T_co, L, B, TotalOrder]:
         """Treat the stream as totally ordered; the order seen is a non-deterministic choice."""
         nd = self._need_nondet(nondet, "assume_ordering()")
         return self._derive(Stream, n.AssumeOrdering, self._meta.but(ordered=True), input=self._node, nondet=nd)
 
-    def weaken_ordering(self) -> Stream[T, L, B, NoOrder]:
+    def weaken_ordering(self) -> Stream[T_co, L, B, NoOrder]:
         """Forget the order (always safe)."""
         return self._derive(Stream, n.WeakenOrdering, self._meta.but(ordered=False), input=self._node)
 
     # ------------------------------------------------------------- ticks
-    def batch(self: Stream[T, P, B, O], tick: Tick[P], nondet: NonDet) -> Stream[T, Tick[P], Bounded, O]:
+    def batch(self: Stream[T_co, P, B, O], tick: Tick[P], nondet: NonDet) -> Stream[T_co, Tick[P], Bounded, O]:
         """Some prefix of the pending elements (any subset when NoOrder) enters each tick."""
         tid = self._need_tick_of(tick, "batch()")
         nd = self._need_nondet(nondet, "batch()")
         meta = self._meta.but(loc=tid, bounded=True)
         return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd)
 
-    def batch_aligned(self: Stream[T, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> Stream[T, Tick[P], Bounded, O]:
+    def batch_aligned(self: Stream[T_co, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> Stream[T_co, Tick[P], Bounded, O]:
         """Like batch, consistent with every other use of the align point (see docs/design.md §2)."""
         tid = self._need_tick_of(tick, "batch_aligned()")
         ap = self._need_align_of(align, "batch_aligned()")
@@ -200,48 +264,48 @@ class Stream(Live, Generic[T, L, B, O]):
         meta = self._meta.but(loc=tid, bounded=True)
         return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd, align=ap.id)
 
-    def all_ticks(self: Stream[T, Tick[P], Bounded, O]) -> Stream[T, P, Unbounded, O]:
+    def all_ticks(self: Stream[T_co, Tick[P], Bounded, O]) -> Stream[T_co, P, Unbounded, O]:
         """The batches of every tick, concatenated into a top-level stream."""
         self._need_tick("all_ticks()")
         tick: Any = self._loc
         return self._derive(Stream, n.AllTicks, self._meta.but(loc=self._meta.loc.outer, bounded=False), loc=tick.outer, input=self._node)  # type: ignore[union-attr]
 
-    def defer_tick(self: Stream[T, Tick[P], Bounded, O]) -> Stream[T, Tick[P], Bounded, O]:
+    def defer_tick(self: Stream[T_co, Tick[P], Bounded, O]) -> Stream[T_co, Tick[P], Bounded, O]:
         """The batch this stream had in the previous tick (empty in the first)."""
         self._need_tick("defer_tick()")
         return self._derive(Stream, n.DeferTick, self._meta, input=self._node)
 
     # ------------------------------------------------------------- alignment
-    def release_aligned(self: Stream[T, P, B, O], align: LocalAlignPoint[P]) -> Stream[T, P, B, O]:
+    def release_aligned(self: Stream[T_co, P, B, O], align: LocalAlignPoint[P]) -> Stream[T_co, P, B, O]:
         """Release each element only once every later aligned batch/snapshot reflects it."""
-        self._need_top("release_aligned()", "release_aligned applies to top-level streams")
+        self._need_top("release_aligned()", rules.FIX_RELEASE_TOP)
         ap = self._need_align_of(align, "release_aligned()")
         return self._derive(Stream, n.ReleaseAligned, self._meta, input=self._node, align=ap.id)
 
-    def aligned_at(self: Stream[T, P, B, O], align: LocalAlignPoint[P]) -> Stream[T, P, B, O]:
+    def aligned_at(self: Stream[T_co, P, B, O], align: LocalAlignPoint[P]) -> Stream[T_co, P, B, O]:
         """Explicit mode: declare this stream an upstream to align at `align`."""
-        self._need_top("aligned_at()", "aligned_at applies to top-level collections")
+        self._need_top("aligned_at()", rules.FIX_ALIGNED_AT_TOP)
         ap = self._need_align_of(align, "aligned_at()")
         return self._derive(Stream, n.AlignedAt, self._meta, input=self._node, align=ap.id)
 
     # ------------------------------------------------------------- network
     @overload
-    def send(self: Stream[T, Process[Tag], B, O], dest: Process[Tag2]) -> Stream[T, Process[Tag2], Unbounded, O]: ...
+    def send(self: Stream[T_co, Process[Tag], B, O], dest: Process[Tag2]) -> Stream[T_co, Process[Tag2], Unbounded, O]: ...
     @overload
-    def send(self: Stream[T, Cluster[Tag], B, O], dest: Process[Tag2]) -> KeyedStream[MemberId[Tag], T, Process[Tag2], Unbounded, O]: ...
+    def send(self: Stream[T_co, Cluster[Tag], B, O], dest: Process[Tag2]) -> KeyedStream[MemberId[Tag], T_co, Process[Tag2], Unbounded, O]: ...
     def send(self, dest: Process[Any]) -> Any:
         """Send to a process; from a cluster, the result is keyed by the sending member."""
         return self._send(dest, n.SendMode.DIRECT, "send()", Process)
 
     @overload
-    def broadcast(self: Stream[T, Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[T, Cluster[Tag2], Unbounded, O]: ...
+    def broadcast(self: Stream[T_co, Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[T_co, Cluster[Tag2], Unbounded, O]: ...
     @overload
-    def broadcast(self: Stream[T, Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], T, Cluster[Tag2], Unbounded, O]: ...
+    def broadcast(self: Stream[T_co, Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], T_co, Cluster[Tag2], Unbounded, O]: ...
     def broadcast(self, dest: Cluster[Any]) -> Any:
         """Send every element to every member of a cluster."""
         return self._send(dest, n.SendMode.BROADCAST, "broadcast()", Cluster)
 
-    # The payload is U, not T: T is the class's own parameter, already bound to the pair type.
+    # The payload is U, not T_co: T_co is the class's own parameter, already bound to the pair type.
     @overload
     def demux(self: Stream[tuple[MemberId[Tag2], U], Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[U, Cluster[Tag2], Unbounded, O]: ...
     @overload
@@ -251,9 +315,10 @@ class Stream(Live, Generic[T, L, B, O]):
         return self._send(dest, n.SendMode.DEMUX, "demux()", Cluster)
 
     def _send(self, dest: object, mode: n.SendMode, op: str, dest_cls: type[TopLevel]) -> Any:
-        self._need_top(op, "send from the top level: all_ticks() the stream first")
+        self._need_top(op, rules.FIX_SEND_TOP)
         if not isinstance(dest, dest_cls):
-            raise BuildError(op, required=f"a {dest_cls.__name__} destination", found=f"{type(dest).__name__} {dest!r}", fix="send() targets a Process; broadcast()/demux() target a Cluster")
+            found = str(dest.id) if isinstance(dest, TopLevel) else f"{type(dest).__name__} {dest!r}"
+            raise BuildError(op, required=rules.destination(dest_cls.__name__), found=found, fix=rules.FIX_DESTINATION)
         self._need_same_flow(dest, op)
         if dest.id == self._meta.loc:
             raise BuildError(op, required="a different location to send to", found=f"{dest.id}, the stream's own location", fix="drop the send: the data is already there")
@@ -267,15 +332,47 @@ class Stream(Live, Generic[T, L, B, O]):
     # Overloads, not `self: Stream[T, P, B, O]`: mypy does not check a TypeVar's bound when it
     # is solved from an explicit self type, so P would accept a Tick location.
     @overload
-    def sink(self: Stream[T, Process[Tag], B, O], name: str) -> SinkPort[T]: ...
+    def sink(self: Stream[T_co, Process[Tag], B, O], name: str) -> SinkPort[T_co]: ...
     @overload
-    def sink(self: Stream[T, Cluster[Tag], B, O], name: str) -> SinkPort[T]: ...
+    def sink(self: Stream[T_co, Cluster[Tag], B, O], name: str) -> SinkPort[T_co]: ...
     def sink(self, name: str) -> SinkPort[Any]:
         """Write every element to the named output port."""
-        self._need_top("sink()", "sinks are top-level: all_ticks() the stream first")
+        self._need_top("sink()", rules.FIX_SINK_TOP)
         node = n.Sink(meta=self._meta, site=capture_site(), input=self._node, port=name)
         self._loc.flow._register_sink(node)
         return SinkPort(name, self._meta.elem, isinstance(self._meta.loc, ProcessId) and self._meta.ordered)
+
+
+def _comparable(elem: Any) -> bool:
+    """False only for an element type known not to support `<` (unknown types pass)."""
+    if not isinstance(elem, type) or typing.get_args(elem):
+        return True
+    return any(getattr(elem, m, None) is not getattr(object, m) for m in ("__lt__", "__gt__"))
+
+
+def _pair_types(elem: Any) -> tuple[Any, Any] | None | typing.Literal[False]:
+    """(key, value) types of a pair element type; None when unknown, False when not a pair."""
+    if elem is None:
+        return None
+    if typing.get_origin(elem) is tuple:
+        args = typing.get_args(elem)
+        if Ellipsis in args:
+            return None
+        return (args[0], args[1]) if len(args) == 2 else False
+    if isinstance(elem, type):
+        if not issubclass(elem, tuple):
+            return False
+        fields = getattr(elem, "_fields", None)
+        if fields is None:
+            return None  # a plain tuple: any length
+        if len(fields) != 2:
+            return False
+        try:
+            hints = typing.get_type_hints(elem)
+        except (NameError, TypeError):  # unresolvable forward references: the pair's types stay unknown
+            return None
+        return hints.get(fields[0]), hints.get(fields[1])
+    return None  # a union or another typing form: not checked
 
 
 __all__ = ["Stream"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, overload
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeForm, TypeVar
 
 from .._site import CallSite, capture_site
 from ..errors import BuildError
@@ -20,13 +20,14 @@ if TYPE_CHECKING:
     from ..live.singleton import OptionalSingleton, Singleton
     from ..live.stream import Stream
     from .flow import FlowBuilder
-    from .markers import Bounded, TotalOrder, Unbounded
+    from .markers import Bounded, Ordering, TotalOrder, Unbounded
 
 Tag = TypeVar("Tag")
 T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 P = TypeVar("P", bound="TopLevel")
+O = TypeVar("O", bound="Ordering")
 
 
 class Location:
@@ -61,8 +62,12 @@ class TopLevel(Location):
         site = capture_site()
         return LocalAlignPoint(self, self._flow._new_align(self.id, site), site)
 
-    def source(self: P, name: str, ty: type[T]) -> Stream[T, P, Unbounded, TotalOrder]:
-        """A named input port of element type `ty`, bound at run time."""
+    def source(self: P, name: str, ty: TypeForm[T]) -> Stream[T, P, Unbounded, TotalOrder]:
+        """A named input port of element type `ty`, bound at run time.
+
+        `ty` is any type expression: `int`, `float | None`, `tuple[str, int]`, a dataclass.
+        (A bare `tuple` or `list` means `tuple[Any, ...]`/`list[Any]`: spell the items.)
+        """
         from ..live.stream import Stream
 
         site = capture_site()
@@ -71,7 +76,7 @@ class TopLevel(Location):
         self._flow._register_source(node)
         return Stream(node, self)
 
-    def keyed_source(self: P, name: str, key: type[K], value: type[V]) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
+    def keyed_source(self: P, name: str, key: TypeForm[K], value: TypeForm[V]) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
         """A named input port of (key, value) pairs, seen as a keyed stream."""
         from ..live.keyed_stream import KeyedStream
 
@@ -147,11 +152,21 @@ class Tick(Location, Generic[P]):
         meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(value))
         return Singleton(n.TickConstant(meta=meta, site=capture_site(), value=value), self)
 
-    def stream_cycle(self, ty: type[T]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, TotalOrder]], Stream[T, Tick[P], Bounded, TotalOrder]]:
-        """A stream that holds, in each tick, what the handle is completed with in the previous one."""
-        from ..live.stream import Stream
+    @overload
+    def stream_cycle(self, ty: TypeForm[T]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, TotalOrder]], Stream[T, Tick[P], Bounded, TotalOrder]]: ...
+    @overload
+    def stream_cycle(self, ty: TypeForm[T], ordering: type[O]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, O]], Stream[T, Tick[P], Bounded, O]]: ...
+    def stream_cycle(self, ty: TypeForm[T], ordering: type[Ordering] | None = None) -> tuple[Any, Any]:
+        """A stream that holds, in each tick, what the handle is completed with in the previous one.
 
-        meta = Meta(Kind.STREAM, self.id, bounded=True, ordered=True, elem=ty)
+        `ordering` is the ordering of what it carries: TotalOrder (the default) or NoOrder,
+        so an unordered collection (a keyed fold's entries) is carried without pretending
+        to an order: `tick.stream_cycle(tuple[str, int], NoOrder)`.
+        """
+        from ..live.stream import Stream
+        from .markers import NoOrder as _NoOrder
+
+        meta = Meta(Kind.STREAM, self.id, bounded=True, ordered=not (isinstance(ordering, type) and issubclass(ordering, _NoOrder)), elem=ty)
         return self._cycle(Stream, meta, n.CycleSource)
 
     def singleton_cycle(self, initial: T) -> tuple[TickCycle[Singleton[T, Tick[P], Bounded]], Singleton[T, Tick[P], Bounded]]:
@@ -161,7 +176,7 @@ class Tick(Location, Generic[P]):
         meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(initial))
         return self._cycle(Singleton, meta, n.CycleSource, initial=initial)
 
-    def optional_cycle(self, ty: type[T]) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
+    def optional_cycle(self, ty: TypeForm[T]) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
         """An optional singleton carried to the next tick (empty in the first tick)."""
         from ..live.singleton import OptionalSingleton
 
@@ -190,7 +205,7 @@ class MemberId(Generic[Tag]):
 class LocalAlignPoint(Generic[P]):
     """An align point on one location (see docs/design.md §2): generic, so mixing locations is a type error."""
 
-    __slots__ = ("loc", "id", "site")
+    __slots__ = ("id", "loc", "site")
 
     def __init__(self, loc: P, id: AlignId, site: CallSite) -> None:
         self.loc = loc
@@ -201,4 +216,4 @@ class LocalAlignPoint(Generic[P]):
         return f"<{self.id} created at {self.site}>"
 
 
-__all__ = ["Location", "TopLevel", "Process", "Cluster", "Tick", "MemberId", "LocalAlignPoint", "CycleId"]
+__all__ = ["Cluster", "CycleId", "LocalAlignPoint", "Location", "MemberId", "Process", "Tick", "TopLevel"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -86,7 +85,7 @@ def mypy_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 @pytest.fixture
 def at_repo(monkeypatch: pytest.MonkeyPatch) -> None:
-    # mypy finds `hydrolite` (an editable install through an import hook) from the cwd.
+    # The project's `mypy_path = "typing_stubs"` is relative to the working directory.
     monkeypatch.chdir(REPO)
 
 

@@ -2,7 +2,7 @@
 
 Every micro-batch of every query covered the inputs between two logged offsets (the remap
 from ticks to offsets, `offsets.read_offset_log`). Reading those inputs back (feeds,
-channels, files) gives exactly the batching choices the run made; `hydrolite.sim.replay`
+channels, files) gives exactly the batching choices the run made; `hydrolite.sim.recorded`
 runs the same IR with those choices, and every sink's output of every committed batch
 must be identical to what Spark wrote. A difference is reported with the sink, the batch
 id, the first differing element and the operator chain (with the user's lines) behind it.
@@ -32,7 +32,7 @@ from pyspark.sql import SparkSession
 from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...sim.program import Program, compile_program
-from ...sim.replay import ReplayBatch, ReplayBlocked, operator_chain, replay_ticks
+from ...sim.recorded import ReplayBatch, ReplayBlocked, operator_chain, replay_ticks
 from ...sim.values import render
 from .errors import SparkRunError
 from .feed import list_entries

@@ -16,7 +16,7 @@ just receive the sends.
 Example (a pure top-level pipeline, no tick)::
 
     >>> import hydrolite as hl
-    >>> from hydrolite.sim.replay import ReplayBatch, replay_ticks
+    >>> from hydrolite.sim.recorded import ReplayBatch, replay_ticks
     >>> class P: ...
     >>> fb = hl.FlowBuilder("double")
     >>> xs = fb.process(P).source("xs", int)

@@ -1,0 +1,1 @@
+"""hydrolite's mypy plugin (the implementation behind `hydrolite.mypy_plugin`)."""
