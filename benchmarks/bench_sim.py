@@ -11,6 +11,8 @@ Run: python benchmarks/bench_sim.py [--runs 7] [--seconds 1.0]
 * A word count carrying its counts in a `stream_cycle` (must finish: the cycle reaches
   a fixpoint and stops keeping its tick busy), and a gather from a 3-member cluster with
   and without an align point (target: aligned at most 10x the executions of unaligned).
+* Crashes as choices (`crashes=1`): the aligned counter with several increments and
+  queries (9 executions without crashes, 156 with), the quorum and the word count.
 
 Each figure is the median of `--runs`.
 """
@@ -30,6 +32,7 @@ import hydrolite as hl  # noqa: E402
 from examples import counter, counter_naive  # noqa: E402
 from hydrolite import NoOrder, nondet  # noqa: E402
 from hydrolite.sim import Simulator  # noqa: E402
+from tests.scenarios import counter_acks_bound_answers  # noqa: E402
 
 
 class Leader:
@@ -123,11 +126,11 @@ def rate(explore: Callable[[], int], seconds: float) -> float:
     return done / elapsed
 
 
-def explore_once(make: Callable[[], Simulator], scenario: Callable[[Simulator], None], reduce: bool = True) -> tuple[int, int, float]:
+def explore_once(make: Callable[[], Simulator], scenario: Callable[[Simulator], None], reduce: bool = True, crashes: int = 0) -> tuple[int, int, float]:
     """(executions, pruned, seconds) of one exhaustive exploration."""
     sim = make()
     start = time.perf_counter()
-    n = sim.exhaustive(scenario, reduce=reduce)
+    n = sim.exhaustive(scenario, reduce=reduce, crashes=crashes)
     return n, sim.pruned, time.perf_counter() - start
 
 
@@ -144,6 +147,7 @@ def main() -> None:
         "fuzz aligned counter (1000 seeded random executions)": lambda: aligned.fuzz(scenario, iterations=1000, seed=1),
         "quorum, 2 members, reduction off (488 executions)": lambda: q.exhaustive(quorum_scenario, reduce=False),
         "quorum, 2 members, reduction on (40 executions)": lambda: q.exhaustive(quorum_scenario),
+        "aligned counter, acks scenario, crashes=1 (156 executions)": lambda: aligned.exhaustive(counter_acks_bound_answers, crashes=1),
     }
     print(f"hydrolite simulator benchmark: median of {args.runs} runs of {args.seconds:.1f}s (python {sys.version.split()[0]})")
     for name, explore in cases.items():
@@ -155,6 +159,10 @@ def main() -> None:
         "word count in a stream cycle, 4 words + 1 question": lambda: explore_once(lambda: Simulator(word_count), word_count_scenario),
         "gather, 3 members, 2 jobs, no align point": lambda: explore_once(lambda: Simulator(lambda: gather(False), cluster_sizes={"Workers": 3}), gather_scenario),
         "gather, 3 members, 2 jobs, align point": lambda: explore_once(lambda: Simulator(lambda: gather(True), cluster_sizes={"Workers": 3}), gather_scenario),
+        "quorum, 2 members, whole tree, reduction on, crashes=1": lambda: explore_once(
+            lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario, crashes=1
+        ),
+        "word count in a stream cycle, crashes=1": lambda: explore_once(lambda: Simulator(word_count), word_count_scenario, crashes=1),
     }
     for name, tree in trees.items():
         results = [tree() for _ in range(max(1, args.runs // 2))]

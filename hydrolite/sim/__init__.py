@@ -16,8 +16,11 @@ def test_counter(s: sim.Simulator) -> None:
 `Simulator(flow).exhaustive(scenario)` / `.fuzz(scenario, iterations=, seed=)` /
 `.replay(scenario, "v1:...")` are the same modes without the decorator;
 `sim.replay(build, scenario, "v1:...")` and `hydrolite sim FILE:SCENARIO --replay v1:...`
-replay a reported execution from Python or the shell. See `world.py` for
-the execution model and `explore.py` for failure reports.
+replay a reported execution from Python or the shell. `crashes=True` also explores every
+crash point of every tick run with the Spark runtime's recovery (`crash.py`);
+`Simulator(flow, interleavings=True, per_key_snapshots=True)` explores finer asynchrony
+(`asynchrony.py`). See `world.py` for the execution model and `explore.py` for failure
+reports.
 """
 
 from __future__ import annotations
@@ -27,13 +30,23 @@ from typing import Any
 
 from ..ir.graph import Flow
 from .choices import Chooser, EagerChooser, PrefixChooser, RandomChooser
-from .errors import DeterminismViolation, ExplorationLimit, NoMoreOutput, SimulationFailure, SimUsageError, UserFunctionError
+from .crash import Recovery
+from .errors import (
+    CrashDivergence,
+    DeterminismViolation,
+    ExplorationLimit,
+    NoMoreOutput,
+    SimulationFailure,
+    SimUsageError,
+    UserFunctionError,
+)
 from .explore import Simulator
 from .ports import Receiver, Sender
 from .registry import evaluator_for, registered
 
 __all__ = [
     "Chooser",
+    "CrashDivergence",
     "EagerChooser",
     "PrefixChooser",
     "RandomChooser",
@@ -41,6 +54,7 @@ __all__ = [
     "ExplorationLimit",
     "NoMoreOutput",
     "Receiver",
+    "Recovery",
     "Sender",
     "SimUsageError",
     "SimulationFailure",
@@ -57,13 +71,19 @@ TestFn = Callable[[], None]
 FlowSource = Flow | Callable[[], Flow]
 
 
-def _as_test(fn: Callable[[Simulator], object], run: Callable[[Simulator, Callable[[Simulator], object]], int], flow: FlowSource, cluster_sizes: Mapping[str, int] | None) -> TestFn:
+def _as_test(
+    fn: Callable[[Simulator], object],
+    run: Callable[[Simulator, Callable[[Simulator], object]], int],
+    flow: FlowSource,
+    cluster_sizes: Mapping[str, int] | None,
+    model: dict[str, bool],
+) -> TestFn:
     def test() -> None:
-        s = Simulator(flow, cluster_sizes=cluster_sizes)
-        setattr(test, "executions", run(s, fn))
+        s = Simulator(flow, cluster_sizes=cluster_sizes, **model)
+        test.__dict__["executions"] = run(s, fn)
 
     # what `hydrolite sim FILE:TEST` needs to run the scenario outside pytest
-    setattr(test, "_hydrolite_sim", (flow, dict(cluster_sizes or {}), fn))
+    test.__dict__["_hydrolite_sim"] = (flow, dict(cluster_sizes or {}), fn, model)
 
     test.__name__ = fn.__name__
     test.__qualname__ = fn.__qualname__
@@ -72,12 +92,23 @@ def _as_test(fn: Callable[[Simulator], object], run: Callable[[Simulator, Callab
     return test
 
 
-def exhaustive(flow: FlowSource, *, cluster_sizes: Mapping[str, int] | None = None, max_executions: int = 200_000) -> Callable[[Callable[[Simulator], object]], TestFn]:
+def exhaustive(
+    flow: FlowSource,
+    *,
+    cluster_sizes: Mapping[str, int] | None = None,
+    max_executions: int = 200_000,
+    crashes: bool | int = False,
+    interleavings: bool = False,
+    per_key_snapshots: bool = False,
+) -> Callable[[Callable[[Simulator], object]], TestFn]:
     """Decorator: the function is a scenario run on every execution of `flow`; the result is
-    a zero-argument test (its `executions` attribute holds the count after it ran)."""
+    a zero-argument test (its `executions` attribute holds the count after it ran). With
+    `crashes`, every tick run may also crash and be replayed (`Simulator.exhaustive`);
+    `interleavings` / `per_key_snapshots` are the `Simulator`'s finer-asynchrony options."""
+    model = {"interleavings": interleavings, "per_key_snapshots": per_key_snapshots}
 
     def decorate(fn: Callable[[Simulator], object]) -> TestFn:
-        return _as_test(fn, lambda s, f: s.exhaustive(f, max_executions=max_executions), flow, cluster_sizes)
+        return _as_test(fn, lambda s, f: s.exhaustive(f, max_executions=max_executions, crashes=crashes), flow, cluster_sizes, model)
 
     return decorate
 
@@ -90,11 +121,24 @@ def replay(flow: FlowSource, scenario: Callable[..., object], choices: str | lis
 
 
 def fuzz(
-    flow: FlowSource, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", cluster_sizes: Mapping[str, int] | None = None, **options: Any
+    flow: FlowSource,
+    *,
+    iterations: int = 5_000,
+    seed: int | None = 0,
+    engine: str = "random",
+    cluster_sizes: Mapping[str, int] | None = None,
+    crashes: bool | int = False,
+    interleavings: bool = False,
+    per_key_snapshots: bool = False,
+    **options: Any,
 ) -> Callable[[Callable[[Simulator], object]], TestFn]:
     """Decorator: like `exhaustive`, on `iterations` seeded random executions."""
+    model = {"interleavings": interleavings, "per_key_snapshots": per_key_snapshots}
 
     def decorate(fn: Callable[[Simulator], object]) -> TestFn:
-        return _as_test(fn, lambda s, f: s.fuzz(f, iterations=iterations, seed=seed, engine=engine, **options), flow, cluster_sizes)
+        def run(s: Simulator, f: Callable[[Simulator], object]) -> int:
+            return s.fuzz(f, iterations=iterations, seed=seed, engine=engine, crashes=crashes, **options)
+
+        return _as_test(fn, run, flow, cluster_sizes, model)
 
     return decorate

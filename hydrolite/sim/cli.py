@@ -8,6 +8,7 @@ plain function taking the `Simulator`; the flow then comes from `--program FILE[
 
     hydrolite sim tests/sim/test_counter.py:test_aligned_counter_one_line
     hydrolite sim tests/scenarios.py:counter_seed --program examples/counter_naive.py --replay v1:1.0
+    hydrolite sim tests/scenarios.py:counter_seed --program examples/counter.py --crashes 1
 
 It exits 0 when every explored execution passed (or the replayed one did), 1 with the
 failure report otherwise, 2 on a usage error. The failure reports printed outside pytest
@@ -40,6 +41,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--cluster-size", action="append", default=[], metavar="TAG=N", help="members of a cluster (repeatable; default 2)")
     p.add_argument("--max-executions", type=int, default=200_000, help="exhaustive mode's budget (default 200000)")
     p.add_argument("--no-reduce", action="store_true", help="explore every interleaving (no partial-order reduction)")
+    p.add_argument("--interleavings", action="store_true", help="per-edge interleavings into two-input top-level operators (more executions)")
+    p.add_argument("--per-key-snapshots", action="store_true", help="keyed-singleton snapshots see each key at its own version (more executions)")
+    p.add_argument("--crashes", type=int, default=0, metavar="N", help="let up to N tick runs per execution crash and be replayed (default 0)")
     p.set_defaults(fn=run)
     return p
 
@@ -83,8 +87,8 @@ def _split(target: str) -> tuple[str, str | None]:
     return head, tail
 
 
-def resolve(target: str, program: str | None) -> tuple[Flow | Callable[[], Flow], Callable[..., object], dict[str, int]]:
-    """(flow source, scenario, cluster sizes) named by the command line."""
+def resolve(target: str, program: str | None) -> tuple[Flow | Callable[[], Flow], Callable[..., object], dict[str, int], dict[str, bool]]:
+    """(flow source, scenario, cluster sizes, model options) named by the command line."""
     spec, name = _split(target)
     if name is None:
         raise SimUsageError(f"name the scenario: {target}:SCENARIO")
@@ -92,8 +96,8 @@ def resolve(target: str, program: str | None) -> tuple[Flow | Callable[[], Flow]
     scenario = _attr(module, name, "scenario")
     attached = getattr(scenario, "_hydrolite_sim", None)
     if attached is not None and program is None:
-        flow, sizes, fn = attached
-        return flow, fn, dict(sizes)
+        flow, sizes, fn, model = attached
+        return flow, fn, dict(sizes), dict(model)
     if not callable(scenario):
         raise SimUsageError(f"{target} is not a function")
     if program is not None:
@@ -103,8 +107,9 @@ def resolve(target: str, program: str | None) -> tuple[Flow | Callable[[], Flow]
         builder = getattr(module, "build", None)
         if builder is None:
             raise SimUsageError(f"{spec} has no build(): name the program with --program FILE[:FUNC]")
-    sizes = dict(attached[1]) if attached is not None else {}
-    return builder, (attached[2] if attached is not None else scenario), sizes
+    if attached is not None:
+        return builder, attached[2], dict(attached[1]), dict(attached[3])
+    return builder, scenario, {}, {}
 
 
 def _sizes(items: list[str]) -> dict[str, int]:
@@ -120,18 +125,21 @@ def _sizes(items: list[str]) -> dict[str, int]:
 def run(args: argparse.Namespace) -> int:
     """The `hydrolite sim` command: 0 passed, 1 failed (report printed), 2 usage error."""
     try:
-        flow, scenario, sizes = resolve(args.target, args.program)
+        flow, scenario, sizes, model = resolve(args.target, args.program)
         sizes.update(_sizes(args.cluster_size))
-        sim = Simulator(flow, cluster_sizes=sizes)
+        model["interleavings"] = model.get("interleavings", False) or args.interleavings
+        model["per_key_snapshots"] = model.get("per_key_snapshots", False) or args.per_key_snapshots
+        sim = Simulator(flow, cluster_sizes=sizes, **model)
         if args.replay:
             print(sim.replay(scenario, args.replay))
             print(f"hydrolite sim: the replayed execution {args.replay} passed")
         elif args.fuzz is not None:
-            n = sim.fuzz(scenario, iterations=args.fuzz, seed=args.seed)
+            n = sim.fuzz(scenario, iterations=args.fuzz, seed=args.seed, crashes=args.crashes)
             print(f"hydrolite sim: {n} random executions passed (seed {args.seed})")
         else:
-            n = sim.exhaustive(scenario, max_executions=args.max_executions, reduce=not args.no_reduce)
-            print(f"hydrolite sim: every schedule passed: {n} executions explored, {sim.pruned} pruned as repeats")
+            n = sim.exhaustive(scenario, max_executions=args.max_executions, reduce=not args.no_reduce, crashes=args.crashes)
+            what = f"every schedule and crash point (up to {args.crashes} per execution)" if args.crashes else "every schedule"
+            print(f"hydrolite sim: {what} passed: {n} executions explored, {sim.pruned} pruned as repeats")
     except SimulationFailure as failure:
         print(failure.report)
         return 1

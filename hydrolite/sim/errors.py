@@ -57,6 +57,15 @@ class DeterminismViolation(AssertionError):
     """An output whose type promises determinism differed between two explored schedules."""
 
 
+class CrashDivergence(AssertionError):
+    """An execution in which a process crashed and recovered ended with other outputs than
+    the same schedule without the crash (see `crash.py`). `node` is the sink that differs."""
+
+    def __init__(self, message: str, node: Node | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class ExplorationLimit(HydroliteError, RuntimeError):
     """An execution did not quiesce within the step budget (a tick keeps itself busy)."""
 

@@ -18,13 +18,28 @@ from typing import Any, TypeVar, overload
 
 from ..ir.graph import Flow
 from ..live.ports import SinkPort
-from .choices import Chooser, DataChooser, PrefixChooser, RandomChooser, ReplayDiverged, next_prefix
-from .errors import DeterminismViolation, ExplorationLimit, Pruned, SimulationFailure, SimUsageError
+from .choices import (
+    Chooser,
+    DataChooser,
+    PrefixChooser,
+    RandomChooser,
+    ReplayDiverged,
+    next_prefix,
+)
+from .crash import SPARK, CrashWorld, Recovery, first_difference, sink_outputs
+from .errors import (
+    CrashDivergence,
+    DeterminismViolation,
+    ExplorationLimit,
+    Pruned,
+    SimulationFailure,
+    SimUsageError,
+)
 from .ports import Receiver, Sender
 from .program import Program, compile_program
 from .report import REPLAY_ENV, failure_report, format_trace, replay_line
 from .shrink import Attempt, Outcome, shrink
-from .values import decode_choices, encode_choices, render
+from .values import decode_replay, encode_choices, render
 from .world import World
 
 T = TypeVar("T")
@@ -60,13 +75,19 @@ class Simulator:
         align: bool = True,
         max_steps: int = 10_000,
         fairness: int = 2,
+        interleavings: bool = False,
+        per_key_snapshots: bool = False,
     ) -> None:
+        """`interleavings` and `per_key_snapshots` explore finer asynchrony (more executions;
+        see `asynchrony.py`): per-edge delivery into two-input top-level operators, and
+        keyed-singleton snapshots that see each key at its own version."""
         built = flow if isinstance(flow, Flow) else flow()
         self._flow_source: Any = None if isinstance(flow, Flow) else flow  # for the replay hint
         self._cluster_sizes = dict(cluster_sizes or {})
         self._scenario: Any = None
         self.flow = _aligned(built) if align else built
-        self.program: Program = compile_program(self.flow, cluster_sizes)
+        self.model = {"interleavings": interleavings, "per_key_snapshots": per_key_snapshots}  # the model options
+        self.program: Program = compile_program(self.flow, cluster_sizes, **self.model)
         self.max_steps = max_steps
         if fairness < 0:
             raise SimUsageError(f"fairness must be >= 0 (self-driven runs an input may wait), got {fairness}")
@@ -78,6 +99,10 @@ class Simulator:
         self._senders: dict[tuple[str, int | None], Sender[Any]] = {}
         self._receivers: dict[tuple[str, int | None], Receiver[Any]] = {}
         self._seen: dict[Any, tuple[tuple[Any, ...], list[int]]] = {}
+        self.recovery: Recovery = SPARK  # how a crashed process recovers (crash.py); tests break it on purpose
+        self._crashes = 0  # crash budget per execution in the current mode (0: no crash choices)
+        self._baseline: dict[tuple[int, ...], Any] = {}  # schedule without crashes -> its outputs
+        self.baseline_runs = 0  # uninterrupted executions run to compare crashing ones with
 
     # ------------------------------------------------------------- ports
     @property
@@ -86,6 +111,12 @@ class Simulator:
         if self._world is None:
             raise SimUsageError("no execution is running: send and receive inside the scenario passed to exhaustive()/fuzz()/replay()")
         return self._world
+
+    @property
+    def crash_log(self) -> list[str]:
+        """The crashes of the current execution so far, described (empty without `crashes=`)."""
+        w = self.world
+        return list(w.crash_log) if isinstance(w, CrashWorld) else []
 
     def _place(self, top: Any, port: str, member: int | None) -> int:
         places = self.program.places_of[top]
@@ -149,10 +180,65 @@ class Simulator:
                     raise Pruned()
                 return chooser.choose(n)
 
-        w = self._world = World(self.program, choose, trace, self.max_steps, self._por, self.fairness)
+        w: World
+        if self._crashes:
+            w = self._world = CrashWorld(
+                self.program, choose, trace, self.max_steps, self._por, self.fairness, crashes=self._crashes, recovery=self.recovery
+            )
+        else:
+            w = self._world = World(self.program, choose, trace, self.max_steps, self._por, self.fairness)
         w.run_limit = None if bound is None else bound[0]
         call()
+        if isinstance(w, CrashWorld):
+            skip = set(w.crash_positions)
+            key = tuple(c for i, c in enumerate(chooser.choices) if i not in skip)
+            if w.crash_log:
+                self._check_crash(call, w, key)
+            else:  # a schedule without crashes: what crashing executions with its choices must end with
+                self._baseline.setdefault(key, sink_outputs(self.program, w))
         return w
+
+    def _check_crash(self, call: Callable[[], object], w: CrashWorld, key: tuple[int, ...]) -> None:
+        """An execution in which a process crashed must end with the outputs of the same
+        schedule without the crash: the same choices, minus the crash choices. Exhaustive
+        mode has always explored that schedule before (its crash choices are 0: earlier in
+        the depth-first order); other modes run it (`baseline_runs`)."""
+        if key not in self._baseline:
+            self._baseline[key] = self._uninterrupted(call, list(key))
+        plain = self._baseline[key]
+        crashes = "; ".join(w.crash_log)
+        if isinstance(plain, str):
+            raise CrashDivergence(f"a process crashed and recovered ({crashes}), but {plain}")
+        diff = first_difference(sink_outputs(self.program, w), plain)
+        if diff is not None:
+            port, text = diff
+            raise CrashDivergence(
+                f"a process crashed and recovered ({crashes}), and the outputs differ from the same schedule "
+                f"without the crash: {text}. A replayed run must write what the crashed run would have: a user "
+                "function whose effect repeats or whose result changes when it runs again breaks exactly-once",
+                self.program.sinks[port].node,
+            )
+
+    def _uninterrupted(self, call: Callable[[], object], key: list[int]) -> Any:
+        """The sink outputs of the execution making choices `key` without crashes, or why
+        there is none (a string)."""
+        saved = self._world, self._crashes
+        self._crashes = 0
+        self.baseline_runs += 1
+        ch = PrefixChooser(key, strict=True)
+        try:
+            w = self._run(call, ch)
+            if len(ch.choices) == len(key):
+                return sink_outputs(self.program, w)
+        except (ReplayDiverged, Pruned):
+            pass
+        except _PASSTHROUGH:
+            raise
+        except BaseException as e:
+            return f"the same schedule without the crash fails ({type(e).__name__}: {e})"
+        finally:
+            self._world, self._crashes = saved
+        return "no execution without the crash makes the same choices: the crash changed what the program could do next"
 
     def _attempt(self, call: Callable[[], object], sig: tuple[str, str, str]) -> Attempt:
         def attempt(candidate: list[int], bound: tuple[int, int] | None) -> Outcome:
@@ -203,10 +289,10 @@ class Simulator:
             final, reproduced = e, True
         trace = self._world.trace if self._world is not None and reproduced else None
         reduced = self._por and (self._world is None or self._world.filtered)  # else plain choices mean the same
-        encoded = encode_choices(choices, reduced)
+        encoded = encode_choices(choices, reduced, self._crashes)
         if not reproduced:
             notes.append("(replaying these choices did not fail again: a user function or the scenario is not deterministic)")
-        hint = replay_line(encoded, self._flow_source, self._scenario, self._cluster_sizes)
+        hint = replay_line(encoded, self._flow_source, self._scenario, self._cluster_sizes, self.model)
         report = failure_report(headline, final, trace, choices, encoded, notes, hint)
         return SimulationFailure(report, choices=choices, replay=encoded, executions=self.executions, cause=final)
 
@@ -222,13 +308,13 @@ class Simulator:
             return
         outputs = tuple(self._outputs(w, s) for s in sinks)
         earlier, earlier_choices = self._seen.setdefault(repr(w.sends), (outputs, list(choices)))
-        for port, before, now in zip(sinks, earlier, outputs):
+        for port, before, now in zip(sinks, earlier, outputs, strict=True):
             if before != now:
                 raise DeterminismViolation(
                     f"sink {port!r} promises a deterministic output ({self.program.sinks[port].node.meta.type_str()}, "
                     f"derived from no nondet choice), but two schedules with the same inputs produced "
                     f"{render(list(before))} and {render(list(now))} (the first came from "
-                    f"{encode_choices(earlier_choices, self._por)}); a user function is probably not pure"
+                    f"{encode_choices(earlier_choices, self._por, self._crashes)}); a user function is probably not pure"
                 )
 
     # ------------------------------------------------------------- modes
@@ -239,18 +325,33 @@ class Simulator:
         print(self.replay(scenario, text))
         return True
 
-    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000, reduce: bool = True) -> int:
+    def _mode(self, crashes: bool | int, reduce: bool) -> None:
+        if isinstance(crashes, bool):
+            crashes = int(crashes)
+        if not isinstance(crashes, int) or crashes < 0:
+            raise SimUsageError(f"crashes must be True/False or a number of crashes per execution >= 0, got {crashes!r}")
+        self._crashes, self._por = crashes, reduce
+        self._seen.clear()
+        self._baseline.clear()
+        self.baseline_runs = 0
+
+    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000, reduce: bool = True, crashes: bool | int = False) -> int:
         """Run `scenario` once per choice sequence; return how many executions were explored.
 
         With `reduce` (partial-order reduction, see `world.py`), interleavings that only
         reorder actions at different places are explored once; `self.pruned` counts the
         executions abandoned as repeats (not included in the result).
+
+        With `crashes` (True, or a number of crashes per execution), every tick run may
+        also crash at each of Spark's fault points and be replayed (`crash.py`); each
+        execution that crashed must end with the outputs of the same schedule without the
+        crash, else it fails with `CrashDivergence`. `self.baseline_runs` counts the
+        uninterrupted executions run for that comparison (not included in the result).
         """
         if self._env_replay(scenario):
             return 1
         call = self._caller(scenario)
-        self._seen.clear()
-        self._por = reduce
+        self._mode(crashes, reduce)
         prefix: list[int] | None = []
         self.executions = self.pruned = 0
         while prefix is not None:
@@ -271,7 +372,9 @@ class Simulator:
             prefix = next_prefix(ch.choices, ch.branching)
         return self.executions
 
-    def fuzz(self, scenario: Scenario, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", database: Any = "default") -> int:
+    def fuzz(
+        self, scenario: Scenario, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", database: Any = "default", crashes: bool | int = False
+    ) -> int:
         """Run `scenario` on `iterations` random executions (seeded); return how many ran.
 
         engine="random": a seeded PRNG (fast), failures shrunk by `shrink`.
@@ -282,8 +385,7 @@ class Simulator:
         if self._env_replay(scenario):
             return 1
         call = self._caller(scenario)
-        self._seen.clear()
-        self._por = False
+        self._mode(crashes, False)
         if engine == "hypothesis":
             key = f"hydrolite.sim|{getattr(scenario, '__module__', '')}.{getattr(scenario, '__qualname__', '')}|{self.flow.name}"
             return self._hypothesis(call, iterations, seed, database, key)
@@ -320,7 +422,7 @@ class Simulator:
 
         options: dict[str, Any] = {} if database == "default" else {"database": database}
         test = settings(max_examples=iterations, deadline=None, suppress_health_check=list(HealthCheck), **options)(given(st.data())(prop))
-        setattr(test, "_hypothesis_internal_database_key", hashlib.sha256(key.encode()).digest())
+        test.__dict__["_hypothesis_internal_database_key"] = hashlib.sha256(key.encode()).digest()
         if seed is not None:
             test = hseed(seed)(test)
         try:
@@ -332,14 +434,15 @@ class Simulator:
             raise self._fail(call, e, choices, "hydrolite simulation failed: fuzzing with Hypothesis (shrunk by Hypothesis)", shrunk=False) from e
         return self.executions
 
-    def run_once(self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False) -> World:
+    def run_once(self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False, crashes: bool | int = False) -> World:
         """Run one execution (first options by default, or `chooser`'s); errors propagate as is."""
-        self._por = False
+        self._mode(crashes, False)
         return self._run(self._caller(scenario), chooser or PrefixChooser([]), trace)
 
     def replay(self, scenario: Scenario, choices: str | list[int]) -> str:
         """Run exactly one recorded execution; return its trace (raises its failure, if any)."""
-        seq, self._por = decode_choices(choices) if isinstance(choices, str) else (list(choices), False)
+        seq, reduced, crashes = decode_replay(choices) if isinstance(choices, str) else (list(choices), False, 0)
+        self._mode(crashes, reduced)
         call = self._caller(scenario)
         self.executions = 1
         ch = PrefixChooser(seq, strict=True)
@@ -347,7 +450,7 @@ class Simulator:
             w = self._run(call, ch, trace=True)
         except (ReplayDiverged, Pruned) as e:
             why = str(e) or "the sequence ends in a pruned (repeated) execution"
-            raise SimUsageError(f"cannot replay {encode_choices(seq, self._por)}: {why}; the program or the scenario changed since it was recorded") from e
+            raise SimUsageError(f"cannot replay {encode_choices(seq, self._por, self._crashes)}: {why}; the program or the scenario changed since it was recorded") from e
         except _PASSTHROUGH:
             raise
         except BaseException as e:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
-from .errors import SimUsageError
 from ..ir.roles import Role
+from .errors import SimUsageError
 from .registry import Op, evaluator
 from .values import EMPTY, NOTHING, UNSET
 
@@ -214,7 +214,8 @@ class KeyedLookupOp(Op):
     __slots__ = ("keep",)
 
     def setup(self) -> None:
-        self.keep: bool = getattr(self.node, "keep_missing")
+        assert isinstance(self.node, n.KeyedLookup)
+        self.keep: bool = self.node.keep_missing
 
     def init_state(self) -> Any:
         return [UNSET, []]

@@ -237,8 +237,10 @@ class IdentityOp(Stateless):
     __slots__ = ()
 
     def table(self) -> dict[Kind, Apply]:
-        same: Apply = lambda w, v: v
-        return {k: same for k in Kind}
+        def same(w: World, v: Any) -> Any:
+            return v
+
+        return dict.fromkeys(Kind, same)
 
 
 @evaluator(n.Sort)

@@ -39,7 +39,11 @@ def same_value(a: Any, b: Any) -> bool:
 class SourceOp(Op):
     """A named input port: the test's senders push elements here (see `World.send`)."""
 
-    __slots__ = ()
+    __slots__ = ("port",)
+
+    def setup(self) -> None:
+        assert isinstance(self.node, n.Source)
+        self.port = self.node.port
 
 
 @evaluator(n.SourceIter)
@@ -49,7 +53,8 @@ class SourceIterOp(Op):
     __slots__ = ()
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
-        return list(getattr(self.node, "values"))
+        assert isinstance(self.node, n.SourceIter)
+        return list(self.node.values)
 
 
 @evaluator(n.TickConstant)
@@ -59,7 +64,8 @@ class TickConstantOp(Op):
     __slots__ = ()
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
-        return getattr(self.node, "value")
+        assert isinstance(self.node, n.TickConstant)
+        return self.node.value
 
 
 @evaluator(n.DeferTick)
@@ -427,10 +433,12 @@ class SendOp(Op):
     """send / broadcast / demux: elements enter per-(sender, receiver) FIFO channels; the
     scheduler delivers channel heads in any interleaving (see `World.deliver`)."""
 
-    __slots__ = ("mode",)
+    __slots__ = ("mode", "dest")
 
     def setup(self) -> None:
-        self.mode: n.SendMode = getattr(self.node, "mode")
+        assert isinstance(self.node, n.Send)
+        self.mode: n.SendMode = self.node.mode
+        self.dest = self.node.dest
 
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         w.enqueue(self, p, delta)

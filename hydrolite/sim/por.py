@@ -19,7 +19,9 @@ at buffers:
   delivery straight from a cluster member into a keyed batch appends under the member's
   key, so replies gathered from different members commute;
 * ``ord`` (a top-level assume_ordering buffer): any buffered element may come next, so
-  appends commute with each other, but not with a release (an append adds an option).
+  appends commute with each other, but not with a release (an append adds an option);
+* ``edge`` (an input edge of a two-input operator, `interleavings`): FIFO like a channel,
+  so appends conflict, and delivering the head (``epop``) commutes with appends.
 
 A tick run consumes from its entries, and appends to them give it *new* options (a
 longer prefix, a newer version). So a tick put to sleep keeps a mark of what its entries
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir.meta import Kind
 from ..ir.roles import Role
+from .asynchrony import EdgeBufferOp
 from .ops_time import AssumeOrderingOp, BatchOp, Entry, SendOp, SinkOp
 from .registry import Op
 
@@ -81,6 +84,8 @@ def reach(op: Op, memo: dict[int, frozenset[Template]]) -> frozenset[Template]:
             out.add(Template("chan", c.idx))
         elif isinstance(c, AssumeOrderingOp) and c.role is Role.TOP:
             out.add(Template("ord", c.idx))
+        elif isinstance(c, EdgeBufferOp):
+            out.add(Template("edge", c.idx))
         else:
             if _stateful(c):
                 out.add(Template("state", c.idx))
@@ -111,7 +116,8 @@ class Footprints:
             op, src, dst = a[1]
             keyed_by_sender = op.kind is Kind.KEYED_STREAM and self.prog.places[src].member is not None
             return self._at(reach(op, self.memo), dst, src if keyed_by_sender else None) + (("pop", op.idx, src, dst),)
-        return self._at(reach(a[1], self.memo), a[2], None) + (("release", a[2], a[1].idx),)
+        pop = "epop" if isinstance(a[1], EdgeBufferOp) else "release"
+        return self._at(reach(a[1], self.memo), a[2], None) + ((pop, a[2], a[1].idx),)
 
     def send(self, op: Op, p: int) -> tuple[Resource, ...]:
         """The resources a test's send to source `op` at place `p` writes."""

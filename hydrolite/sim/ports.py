@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..ir.meta import Kind
+from ..ir.nodes import Sink
 from .errors import NoMoreOutput, SimUsageError
 from .values import render
 
@@ -35,7 +36,7 @@ def _checker(t: Any) -> Callable[[Any], bool] | None:
         if not args or Ellipsis in args:
             return lambda x: isinstance(x, tuple)
         checks = [_checker(a) for a in args]
-        return lambda x: isinstance(x, tuple) and len(x) == len(checks) and all(c is None or c(v) for c, v in zip(checks, x))
+        return lambda x: isinstance(x, tuple) and len(x) == len(checks) and all(c is None or c(v) for c, v in zip(checks, x, strict=True))
     if origin in (typing.Union, types.UnionType):
         alts = [_checker(a) for a in typing.get_args(t)]
         return None if any(a is None for a in alts) else (lambda x: any(a(x) for a in alts if a is not None))
@@ -57,7 +58,7 @@ class Sender(Generic[T]):
         self._sim = sim
         self._op = op
         self._place = place
-        self.port: str = getattr(op.node, "port")
+        self.port: str = op.port
         meta = op.node.meta
         expected: Any = tuple[meta.key, meta.elem] if meta.kind is Kind.KEYED_STREAM else meta.elem  # type: ignore[name-defined]
         if meta.kind is Kind.KEYED_STREAM and (meta.key is None or meta.elem is None):
@@ -99,7 +100,7 @@ class Receiver(Generic[T]):
         self._sim = sim
         self._op = op
         self._place = place
-        self.port: str = getattr(op.node, "port")
+        self.port: str = op.node.port if isinstance(op.node, Sink) else ""
 
     def _state(self) -> list[Any]:
         s: list[Any] = self._sim.world.states[self._place][self._op.idx]

@@ -6,16 +6,28 @@ allocates fresh per-place state (see `world.py`), so exploring is cheap.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..ir import nodes as n
 from ..ir.graph import Flow
 from ..ir.ids import ClusterId, ProcessId, TickId, TopId, top_of
 from ..ir.meta import Kind
-from .errors import SimUsageError
-from .ops_time import AssumeOrderingOp, CycleSinkOp, CycleSourceOp, DeferTickOp, Entry, LatestOp, SendOp, SinkOp, SourceOp
 from ..ir.roles import Role, role_of
+from .asynchrony import EdgeBufferOp, KeyedSnapshotOp, buffer_edges, per_key_candidate
+from .errors import SimUsageError
+from .ops_time import (
+    AssumeOrderingOp,
+    CycleSinkOp,
+    CycleSourceOp,
+    DeferTickOp,
+    Entry,
+    LatestOp,
+    SendOp,
+    SinkOp,
+    SourceOp,
+)
 from .registry import Op, evaluator_for
 
 DEFAULT_CLUSTER_SIZE = 2
@@ -61,11 +73,12 @@ class Program:
     statics: dict[TopId, list[Op]]  # top-level bounded ops, inputs first
     initials: dict[TopId, list[Op]]  # top-level / carried ops with an initial version
     stateful: dict[TopId, list[Op]]  # ops whose state must be initialised per place
-    orderings: list[AssumeOrderingOp]  # top-level assume_ordering buffers (scheduler actions)
+    orderings: list[AssumeOrderingOp | EdgeBufferOp]  # top-level buffers released by the scheduler
     deterministic_sinks: list[str]  # sinks whose type promises determinism and are untainted
     has_carried: bool
     bridges: dict[int, list[Op]] = field(default_factory=dict)  # carried op -> latest() exits reading it
     footprints: Any = None  # por.Footprints, built by the first reduced execution
+    crash_info: Any = None  # crash.CrashInfo, built by the first execution with crashes
 
 
 _PUSH_FROM = {Role.TOP, Role.STATIC, Role.EXIT}  # producers of top-level values
@@ -121,8 +134,11 @@ def _taint(nodes: list[n.Node], ops: dict[int, Op]) -> set[int]:
     return tainted
 
 
-def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) -> Program:
-    """Build the executable program of a (preferably aligned) flow."""
+def compile_program(
+    flow: Flow, cluster_sizes: Mapping[str, int] | None = None, *, interleavings: bool = False, per_key_snapshots: bool = False
+) -> Program:
+    """Build the executable program of a (preferably aligned) flow. `interleavings` and
+    `per_key_snapshots` turn on the finer asynchrony of `asynchrony.py`."""
     nodes = flow.nodes()
     by_id: dict[int, Op] = {}
     ops: list[Op] = []
@@ -131,6 +147,8 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
         children = node.children
         in_ops = tuple(by_id[id(c)] for c in children)
         role = role_of(node)
+        if per_key_snapshots and isinstance(node, n.Snapshot) and per_key_candidate(node, role):
+            op_cls = KeyedSnapshotOp
         op = op_cls(node, len(ops), role, tuple(c.meta.kind for c in children), tuple(o.role for o in in_ops))
         op.ins = tuple(o.idx for o in in_ops)
         op.port_order = tuple(sorted(range(len(in_ops)), key=lambda i: in_ops[i].role is Role.CARRIED))
@@ -146,6 +164,7 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
     tops = list(dict.fromkeys([top_of(x.meta.loc) for x in nodes] + [s.meta.loc for s in flow.sources.values()]))
     places, places_of = _places([t for t in tops if not isinstance(t, TickId)], cluster_sizes or {})
     _link_cycles(ops)
+    buffers = buffer_edges(ops) if interleavings else []
     ticks = _tick_plans(flow, ops, places_of)
     tainted = _taint(nodes, by_id)
     prog = Program(
@@ -159,7 +178,7 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
         statics=_group(ops, lambda o: o.role is Role.STATIC),
         initials=_group(ops, lambda o: o.role in (Role.TOP, Role.CARRIED) and type(o).initial is not Op.initial),
         stateful=_group(ops, lambda o: type(o).init_state is not Op.init_state),
-        orderings=[o for o in ops if isinstance(o, AssumeOrderingOp) and o.role is Role.TOP],
+        orderings=[*(o for o in ops if isinstance(o, AssumeOrderingOp) and o.role is Role.TOP), *buffers],
         deterministic_sinks=[],
         has_carried=any(o.role is Role.CARRIED for o in ops),
     )
@@ -167,12 +186,14 @@ def compile_program(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) 
         if isinstance(op, LatestOp) and op.role is Role.EXIT and ops[op.ins[0]].role is Role.CARRIED:
             prog.bridges.setdefault(op.ins[0], []).append(op)
         if isinstance(op, SourceOp):
-            prog.sources[getattr(op.node, "port")] = op
+            assert isinstance(op.node, n.Source)
+            prog.sources[op.node.port] = op
         elif isinstance(op, SinkOp):
-            port = getattr(op.node, "port")
-            prog.sinks[port] = op
+            assert isinstance(op.node, n.Sink)
+            name = op.node.port
+            prog.sinks[name] = op
             if _promises_determinism(op.node) and id(op.node) not in tainted:
-                prog.deterministic_sinks.append(port)
+                prog.deterministic_sinks.append(name)
     return prog
 
 
@@ -190,10 +211,11 @@ def _group(ops: list[Op], pred: Any) -> dict[TopId, list[Op]]:
 
 
 def _link_cycles(ops: list[Op]) -> None:
-    sinks = {getattr(o.node, "cycle"): o for o in ops if isinstance(o, CycleSinkOp)}
+    sinks = {o.node.cycle: o for o in ops if isinstance(o, CycleSinkOp) and isinstance(o.node, n.CycleSink)}
     for op in ops:
         if isinstance(op, CycleSourceOp):
-            sink = sinks.get(getattr(op.node, "cycle"))
+            assert isinstance(op.node, n.CycleSource)
+            sink = sinks.get(op.node.cycle)
             if sink is None:
                 raise SimUsageError(f"the tick cycle created at {op.node.site} is never completed")
             feeder = ops[sink.ins[0]]

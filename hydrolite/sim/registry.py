@@ -21,11 +21,12 @@ for every backend from the aligned IR):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..ir.meta import Kind
-from ..ir.roles import Role
 from ..ir.nodes import Node
+from ..ir.roles import Role
 from .errors import UserFunctionError
 from .values import NOTHING
 

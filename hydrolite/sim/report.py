@@ -58,6 +58,13 @@ def format_trace(events: list[tuple[Any, ...]]) -> list[str]:
             out.extend("      " + line for line in _where(ev[1]))
         elif tag == "order":
             out.append(f"  * released the next element of assume_ordering() on {ev[2]}")
+        elif tag == "edge":
+            out.append(f"  * delivered {render(ev[4])} on {ev[1]}" + _on(ev[2]))
+            out.extend("      " + line for line in _where(ev[3]))
+        elif tag == "crash":
+            out.append(f"  * CRASH at {ev[1]}: the process restarted from its last committed tick; the run was replayed with the same input")
+            for node in ev[2]:
+                out.extend("      " + line for line in _where(node))
     return out
 
 
@@ -103,19 +110,22 @@ def _python_name(ref: tuple[str, str] | None, default: str) -> str:
     return qual if where == "__main__" else f"{where.rsplit('.', 1)[-1]}.{qual}"
 
 
-def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, cluster_sizes: Any = None) -> str:
+def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, cluster_sizes: Any = None, model: Any = None) -> str:
     """One line telling how to replay exactly this execution.
 
     Under pytest: the environment variable and the test id. Elsewhere: the shell command
     `hydrolite sim FILE:SCENARIO --replay ...` when the scenario is a module-level function
     (naming the program with --program when the scenario's module has no build()), and the
-    Python call `hydrolite.sim.replay(build, scenario, ...)`, which always exists."""
+    Python call `hydrolite.sim.replay(build, scenario, ...)`, which always exists. `model`:
+    the simulator's model options that were on (`interleavings`, `per_key_snapshots`)."""
+    model = [k for k, on in dict(model or {}).items() if on]
     current = os.environ.get("PYTEST_CURRENT_TEST")
     if current:
         test_id = current.rsplit(" (", 1)[0]
         return f"Replay this execution: {REPLAY_ENV}={encoded} pytest {shlex.quote(test_id)}"
     scen, flow = _ref(scenario), _ref(flow_source)
     sizes = f", cluster_sizes={dict(cluster_sizes)!r}" if cluster_sizes else ""
+    sizes += "".join(f", {k}=True" for k in model)
     py_flow = _python_name(flow, "flow")
     py_scen = _python_name(scen, "scenario")
     hint = f"Replay this execution: hydrolite.sim.replay({py_flow}, {py_scen}, {encoded!r}{sizes})"
@@ -128,6 +138,7 @@ def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, clu
         cmd += ["--program", f"{flow[0]}:{flow[1]}"]
     for tag, size in dict(cluster_sizes or {}).items():
         cmd += ["--cluster-size", f"{tag}={size}"]
+    cmd += ["--" + k.replace("_", "-") for k in model]
     cmd += ["--replay", encoded]
     return f"{hint}\n  or from the shell: {shlex.join(cmd)}"
 

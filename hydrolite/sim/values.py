@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 
@@ -38,9 +39,10 @@ def render(v: Any, limit: int = 8) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def encode_choices(choices: list[int], reduced: bool = False) -> str:
-    """The compact replay string of a choice sequence: `v1:1.0.3`, or `v1r:...` when it was
-    recorded with partial-order reduction (exhaustive mode), which changes what choices mean.
+def encode_choices(choices: list[int], reduced: bool = False, crashes: int = 0) -> str:
+    """The compact replay string of a choice sequence: `v1:1.0.3`; `v1r:...` when it was
+    recorded with partial-order reduction (exhaustive mode), which changes what choices mean;
+    `v1c1:...` (`v1rc1:`) when tick runs had crash choices, with that crash budget.
     A run of 4 or more equal choices is written `value*count` (`v1:2.0*37.1`)."""
     parts: list[str] = []
     i = 0
@@ -50,17 +52,22 @@ def encode_choices(choices: list[int], reduced: bool = False) -> str:
             j += 1
         parts.extend([f"{choices[i]}*{j - i}"] if j - i >= 4 else [str(choices[i])] * (j - i))
         i = j
-    return ("v1r:" if reduced else "v1:") + ".".join(parts)
+    return "v1" + ("r" if reduced else "") + (f"c{crashes}" if crashes else "") + ":" + ".".join(parts)
 
 
-def decode_choices(text: str) -> tuple[list[int], bool]:
-    """Parse a replay string made by `encode_choices`: (choices, reduced)."""
+_HEAD = re.compile(r"v1(r?)(?:c([1-9][0-9]*))?")
+
+
+def decode_replay(text: str) -> tuple[list[int], bool, int]:
+    """Parse a replay string made by `encode_choices`: (choices, reduced, crash budget)."""
     text = text.strip()
     head, sep, body = text.partition(":")
-    if not sep or head not in ("v1", "v1r"):
-        raise ValueError(f"not a hydrolite replay string (expected 'v1:...' or 'v1r:...'): {text!r}")
+    m = _HEAD.fullmatch(head)
+    if not sep or m is None:
+        raise ValueError(f"not a hydrolite replay string (expected 'v1:...', 'v1r:...' or 'v1c1:...'): {text!r}")
+    reduced, crashes = m.group(1) == "r", int(m.group(2) or 0)
     if not body:
-        return [], head == "v1r"
+        return [], reduced, crashes
     out: list[int] = []
     try:
         for part in body.split("."):
@@ -70,4 +77,11 @@ def decode_choices(text: str) -> tuple[list[int], bool]:
         raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers (or value*count)") from None
     if any(c < 0 for c in out):
         raise ValueError(f"malformed replay string {text!r}: choices are non-negative")
-    return out, head == "v1r"
+    return out, reduced, crashes
+
+
+def decode_choices(text: str) -> tuple[list[int], bool]:
+    """Parse a replay string made by `encode_choices`: (choices, reduced); see `decode_replay`
+    for the crash budget."""
+    choices, reduced, _ = decode_replay(text)
+    return choices, reduced

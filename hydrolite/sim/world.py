@@ -3,7 +3,9 @@ scheduler's actions. Every non-deterministic decision goes through `World.choose
 
 Execution model:
 * A send from the test enters its source and is propagated *eagerly* through the top-level
-  operators of its location (deterministic functions of their inputs). Asynchrony between
+  operators of its location (deterministic functions of their inputs); with
+  `interleavings`, the inputs of two-input operators are edge buffers released by the
+  scheduler instead (`asynchrony.py`). Asynchrony between
   top-level operators is observable only where something samples it, and is modelled there:
   a snapshot may read any version not older than the last one it saw; a batch takes any
   prefix (or subset) of what is pending.
@@ -32,14 +34,16 @@ Execution model:
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from ..ir.roles import Role
 from ..locations.locations import MemberId
+from .asynchrony import EdgeBufferOp
 from .errors import ExplorationLimit, Pruned, SimUsageError
 from .idle import idle_run_changes
 from .por import Footprints, dependent
 from .program import Program, TickPlan
-from ..ir.roles import Role
 from .registry import Op
 from .values import NOTHING, UNSET, render
 
@@ -139,11 +143,11 @@ class World:
     def send(self, op: SourceOp, p: int, x: Any) -> None:
         """The test sends `x` to a source port: propagate it through the top level."""
         self.ctx = ("send", op, p, x)
-        self.sends.append((getattr(op.node, "port"), p, x))
+        self.sends.append((op.port, p, x))
         if self.sleep:
             self.wake(self.fp.send(op, p) if self.fp is not None else ())
         if self.trace is not None:
-            self.trace.append(("send", getattr(op.node, "port"), self.prog.places[p].label, x))
+            self.trace.append(("send", op.port, self.prog.places[p].label, x))
         self.propagate(op, p, [x])
 
     def propagate(self, op: Op, p: int, out: Any) -> None:
@@ -168,7 +172,7 @@ class World:
         from ..ir.nodes import SendMode
 
         member = self.prog.places[p].member
-        dests = self.prog.places_of[getattr(op.node, "dest")]
+        dests = self.prog.places_of[op.dest]  # type: ignore[index]
         wrap: Callable[[Any], Any] = (lambda v: v) if member is None else (lambda v: (MemberId(member), v))
         if op.mode is SendMode.DEMUX:
             if type(x) is not tuple or len(x) != 2:
@@ -239,7 +243,7 @@ class World:
         """A sleeping tick whose entries received something since it fell asleep."""
         mark = self.marks.get(a)
         st = self.states[a[2]]
-        return mark is not None and any(e.grown(st, m) for e, m in zip(a[1].entries, mark))
+        return mark is not None and any(e.grown(st, m) for e, m in zip(a[1].entries, mark, strict=True))
 
     def footprint(self, a: Action) -> tuple[Any, ...]:
         """The resources action `a` writes (cached per program; see `por.py`)."""
@@ -383,11 +387,15 @@ class World:
             self.trace.append(("deliver", op.node, self.prog.places[src].label, self.prog.places[dst].label, x))
         self.propagate(op, dst, [x])
 
-    def release(self, op: AssumeOrderingOp, p: int) -> None:
-        """Release the next element of a top-level assume_ordering buffer."""
+    def release(self, op: AssumeOrderingOp | EdgeBufferOp, p: int) -> None:
+        """Release the next element of a top-level assume_ordering buffer, or deliver the
+        oldest delta of an edge buffer (`interleavings`, see `asynchrony.py`)."""
         self.ctx = ("order", op, p)
         if self.trace is not None:
-            self.trace.append(("order", op.node, self.prog.places[p].label))
+            if isinstance(op, EdgeBufferOp):
+                self.trace.append(("edge", op.label(), self.prog.places[p].label, op.node, self.states[p][op.idx][0]))
+            else:
+                self.trace.append(("order", op.node, self.prog.places[p].label))
         self.propagate(op, p, op.release(self, self.states[p]))
 
     # ------------------------------------------------------------- reporting
@@ -404,6 +412,9 @@ class World:
             op, src, dst = a[1]
             head = render(self.channels[a[1]][0])
             return f"deliver {head} from {self.prog.places[src].label} to {self.prog.places[dst].label} ({op.node.op}() at {op.node.site})"
+        if isinstance(a[1], EdgeBufferOp):
+            head = render(self.states[a[2]][a[1].idx][0])
+            return f"deliver {head} on {a[1].label()} on {self.prog.places[a[2]].label}"
         return f"release from assume_ordering() at {a[1].node.site} on {self.prog.places[a[2]].label}"
 
     def where_text(self) -> str:
@@ -411,11 +422,13 @@ class World:
         c = self.ctx
         places = self.prog.places
         if c[0] == "send":
-            return f"processing {render(c[3])} sent to port {getattr(c[1].node, 'port')!r} on {places[c[2]].label}"
+            return f"processing {render(c[3])} sent to port {c[1].port!r} on {places[c[2]].label}"
         if c[0] == "tick":
             return f"running {c[1].label} on {places[c[2]].label} (run #{c[3]} of this tick)"
         if c[0] == "deliver":
             return f"delivering {render(c[4])} from {places[c[2]].label} to {places[c[3]].label} over {c[1].node.op}() at {c[1].node.site}"
+        if c[0] == "order" and isinstance(c[1], EdgeBufferOp):
+            return f"delivering the next delta on {c[1].label()} on {places[c[2]].label}"
         if c[0] == "order":
             return f"releasing the next element of assume_ordering() at {c[1].node.site} on {places[c[2]].label}"
         return "starting the program (finite sources and initial values)"
