@@ -11,6 +11,7 @@ driver variable).
     python benchmarks/bench_spark.py --scale 0.1      # fewer rows, same number of batches
     python benchmarks/bench_spark.py --batches 1000   # more, smaller batches
     python benchmarks/bench_spark.py --batches 50 --scale 0.1 --repeat 3   # the size a user would try first
+    python benchmarks/bench_spark.py --format json    # JSON-lines inputs (hydrolite checks every record)
 
 Prints both throughputs (input rows/s over the whole run), their ratio and the median
 per-batch latency (time inside foreachBatch, over batches 0-10 and the last 11) at batch 5
@@ -40,8 +41,8 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]  # noqa: E402
 CLIENTS = 1000
 
 
-def write_inputs(base: str, increments: int, queries: int, batches: int) -> tuple[str, str]:
-    """`batches` Parquet files per source, columns key (client id) and value (null)."""
+def write_inputs(base: str, increments: int, queries: int, batches: int, fmt: str = "parquet") -> tuple[str, str]:
+    """`batches` files per source (Parquet, JSON lines or CSV), columns key (client id) and value (null)."""
     inc_dir, q_dir = os.path.join(base, "increment"), os.path.join(base, "query")
     for d, total in ((inc_dir, increments), (q_dir, queries)):
         os.makedirs(d)
@@ -49,12 +50,21 @@ def write_inputs(base: str, increments: int, queries: int, batches: int) -> tupl
         for b in range(batches):
             n = per + (1 if b < total % batches else 0)
             keys = [f"c{(b * per + i) % CLIENTS}" for i in range(n)]
-            table = pa.table({"key": pa.array(keys, pa.string()), "value": pa.nulls(n, pa.bool_())})
-            pq.write_table(table, os.path.join(d, f"part-{b:06d}.parquet"))
+            path = os.path.join(d, f"part-{b:06d}.{fmt}")
+            if fmt == "json":  # null values left out, as Spark's JSON writer does
+                with open(path, "w") as fh:
+                    fh.writelines(f'{{"key":"{k}"}}\n' for k in keys)
+            elif fmt == "csv":
+                with open(path, "w") as fh:
+                    fh.write("key,value\n")
+                    fh.writelines(f"{k},\n" for k in keys)
+            else:
+                table = pa.table({"key": pa.array(keys, pa.string()), "value": pa.nulls(n, pa.bool_())})
+                pq.write_table(table, path)
     return inc_dir, q_dir
 
 
-def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int) -> tuple[float, dict[int, float]]:
+def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet") -> tuple[float, dict[int, float]]:
     from examples import counter
     from hydrolite.planner.spark.runtime import FlowRunner
 
@@ -63,7 +73,7 @@ def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches
         counter.build(),
         spark=spark,
         checkpoint=os.path.join(out, "ck"),
-        inputs={"increment": f"parquet:{inc_dir}{opts}", "query": f"parquet:{q_dir}{opts}"},
+        inputs={"increment": f"{fmt}:{inc_dir}{opts}", "query": f"{fmt}:{q_dir}{opts}"},
         outputs={"increment_ack": f"parquet:{out}/acks", "query_response": f"parquet:{out}/resp"},
     )
     t0 = time.perf_counter()
@@ -78,13 +88,14 @@ def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches
     return elapsed, durations
 
 
-def run_baseline(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int) -> tuple[float, dict[int, float]]:
-    """The same work written directly against PySpark."""
+def run_baseline(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet") -> tuple[float, dict[int, float]]:
+    """The same work written directly against PySpark (Spark's own reader, no record checks)."""
     from pyspark.sql import functions as F
 
     schema = "key string, value boolean"
-    inc = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(inc_dir)
-    qry = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(q_dir)
+    opts = {"maxFilesPerTrigger": "1", **({"header": "true"} if fmt == "csv" else {})}
+    inc = spark.readStream.schema(schema).options(**opts).format(fmt).load(inc_dir)
+    qry = spark.readStream.schema(schema).options(**opts).format(fmt).load(q_dir)
     both = inc.select(F.lit(0).alias("src"), "key").unionByName(qry.select(F.lit(1).alias("src"), "key"))
     count = [0]
     durations: dict[int, float] = {}
@@ -126,6 +137,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of 1M increments / 100k queries (default 1)")
     parser.add_argument("--batches", type=int, default=510, help="micro-batches (files per source); at least 20")
     parser.add_argument("--repeat", type=int, default=1, help="run both jobs this many times, alternating")
+    parser.add_argument("--format", default="parquet", choices=("parquet", "json", "csv"), help="input file format (default parquet)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", action="store_true", help="keep the generated data and outputs")
     args = parser.parse_args()
@@ -138,18 +150,18 @@ def main() -> None:
     base = tempfile.mkdtemp(prefix="hydrolite-bench-")
     try:
         print(f"writing {increments:,} increments and {queries:,} queries as {batches} files each under {base}")
-        inc_dir, q_dir = write_inputs(base, increments, queries, batches)
+        inc_dir, q_dir = write_inputs(base, increments, queries, batches, args.format)
         spark = spark_session(args.master, {"spark.sql.shuffle.partitions": "2"})
-        warm_in, warm_q = write_inputs(os.path.join(base, "warmup"), 2000, 200, 10)
+        warm_in, warm_q = write_inputs(os.path.join(base, "warmup"), 2000, 200, 10, args.format)
         for name, fn in (("baseline", run_baseline), ("hydrolite", run_hydrolite)):
-            fn(spark, warm_in, warm_q, os.path.join(base, "warmup", name), 10, 2000)
+            fn(spark, warm_in, warm_q, os.path.join(base, "warmup", name), 10, 2000, args.format)
         rows = increments + queries
         ratios: list[float] = []
         for rep in range(args.repeat):
             results = {}
             for name, fn in (("hand-written PySpark", run_baseline), ("hydrolite", run_hydrolite)):
                 out = os.path.join(base, f"{name.split()[0].replace('-', '_')}_{rep}")
-                elapsed, durations = fn(spark, inc_dir, q_dir, out, batches, increments)
+                elapsed, durations = fn(spark, inc_dir, q_dir, out, batches, increments, args.format)
                 results[name] = (elapsed, durations)
                 print(f"{name:>22}: {elapsed:7.1f} s, {rows / elapsed:9,.0f} input rows/s; "
                       f"median batch latency around batch 5: {median_around(durations, 5):6.0f} ms, around batch {late}: {median_around(durations, late):6.0f} ms")

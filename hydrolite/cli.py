@@ -84,8 +84,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_offsets(args: argparse.Namespace) -> int:
     import json
 
-    from .planner.spark.offsets import read_offset_log
+    from .planner.spark.offsets import read_offset_log, repair_offsets
 
+    if args.repair:
+        repaired = repair_offsets(args.checkpoint)
+        for path in repaired:
+            print(f"hydrolite: rebuilt {path} from hydrolite's remap log", file=sys.stderr)
+        if not repaired:
+            print("hydrolite: no damaged offset file that the remap log can rebuild", file=sys.stderr)
     ticks = read_offset_log(args.checkpoint, args.query)
     if not ticks:
         print(f"no offset log under {args.checkpoint}", file=sys.stderr)
@@ -176,34 +182,41 @@ class _Progress:
     """Batches and rows/s per query, printed whenever a query finished a batch."""
 
     def __init__(self, runner: Any) -> None:
+        from .planner.spark.input_rows import InputRows
+
         self.runner = runner
-        self.rows: dict[str, int] = {}  # query -> input rows so far
-        self.counted: dict[str, int] = {}  # query -> last batch id counted
+        # every progress event, not `recentProgress` (which keeps the last 100, and whose
+        # no-data progresses carry the id of the next batch): see input_rows.py
+        self.counter = InputRows().attach(runner.spark)
         self.shown: dict[str, int] = {}
         self.start = time.monotonic()
 
-    def _collect(self) -> None:
-        for s in self.runner.stages:
-            name = s.stage.name
-            for p in (s.query.recentProgress if s.query is not None else []):
-                if int(p["batchId"]) > self.counted.get(name, -1):
-                    self.counted[name] = int(p["batchId"])
-                    self.rows[name] = self.rows.get(name, 0) + int(p.get("numInputRows", 0))
+    def _rows(self, s: Any) -> tuple[int, str]:
+        """A query's input rows so far, and per input when it has several."""
+        if s.query is None:
+            return 0, ""
+        name = s.query.name
+        named = [(i, inp.name) for i, inp in enumerate(s.inputs) if inp.node is not None]
+        per = ", ".join(f"{nm}={self.counter.source_rows(name, i)}" for i, nm in named)
+        return self.counter.rows(name), f" ({per})" if len(named) > 1 else ""
 
     def show(self, runner: Any, final: bool = False) -> None:
-        self._collect()
+        if final:  # the queries are stopped: their last progress events are on their way
+            self.counter.wait_terminated([str(s.query.runId) for s in runner.stages if s.query is not None])
+            self.counter.detach()
         elapsed = max(time.monotonic() - self.start, 1e-9)
         for s in runner.stages:
             p = s.progress
             if not final and self.shown.get(s.stage.name) == p.last_batch:
                 continue
             self.shown[s.stage.name] = p.last_batch
-            rows = self.rows.get(s.stage.name, 0)
+            rows, per_input = self._rows(s)
             last_ms = p.durations_ms[-1][1] if p.durations_ms else 0.0
             outs = ", ".join(f"{k}={v}" for k, v in sorted(p.output_rows.items()))
             label = "done" if final else "progress"
             print(f"hydrolite {label}: query {s.stage.name}: {p.batches} batches (last #{p.last_batch}, {last_ms:.0f} ms), "
-                  f"{rows} input rows, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}")
+                  f"{rows} input rows{per_input}, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}"
+                  + (f"; rejected (quarantined): {', '.join(f'{k}={v}' for k, v in sorted(p.rejected.items()))}" if any(p.rejected.values()) else ""))
             if final and p.fn_paths:
                 for fn, path in sorted(p.fn_paths.items()):
                     print(f"    {fn}: {path}")
@@ -254,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.add_argument("checkpoint")
     offsets.add_argument("--query", help="only this query (e.g. tick0)")
     offsets.add_argument("--json", action="store_true", help="one JSON object per line")
+    offsets.add_argument("--repair", action="store_true", help="first rebuild damaged (truncated) Spark offset files from hydrolite's remap log")
     offsets.set_defaults(fn=cmd_offsets)
 
     verify = sub.add_parser("verify-run", help="replay a finished run in the simulator and compare every sink, batch by batch")
@@ -263,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--output", action="append", default=[], metavar="PORT=SPEC", help="where a sink's outputs are (default: as recorded by the run)")
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
     verify.set_defaults(fn=cmd_verify_run)
+
+    from .sim.cli import add_parser as add_sim_parser
+
+    add_sim_parser(sub)  # hydrolite sim PROGRAM:SCENARIO [--replay v1:...] [--fuzz N] [--program FILE[:FUNC]]
     return parser
 
 

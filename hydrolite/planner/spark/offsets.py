@@ -1,4 +1,4 @@
-"""The offset log as a remap from ticks to source offsets (seed 003's reclocking).
+"""The offset log as a remap from ticks to source offsets (reclocking, as Materialize does it).
 
 Spark writes, before running micro-batch `b`, the end offset of every input of the query
 to `<checkpoint>/<query>/spark/offsets/b`, and `commits/b` once the batch finished. Batch
@@ -21,9 +21,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import SparkRunError
 from .remap import batch_files, parse_spark_offsets, read_remap
 
-__all__ = ["TickOffsets", "batch_files", "queries", "read_offset_log"]
+__all__ = ["TickOffsets", "batch_files", "check_restart", "queries", "read_offset_log", "repair_offsets"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +98,122 @@ def read_offset_log(checkpoint: str, query: str | None = None) -> list[TickOffse
             inputs = {name: (starts[name], ends[b][name]) for name in names}
             out.append(TickOffsets(q, b, b <= last_commit, inputs, files.get(b, {})))
     return out
+
+
+# ------------------------------------------------------------------ damaged logs: detect, explain, repair
+def _damage(path: str, offsets: bool) -> str | None:
+    """Why Spark could not read this offset (`offsets`) or commit log file, or None if it can.
+
+    Spark writes `v<N>`, a metadata JSON object, then (offset files) one JSON offset or `-`
+    per input; a file cut short by a crash or a full disk fails one of these.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"unreadable: {exc}"
+    if not lines:
+        return "empty"
+    if not (lines[0].startswith("v") and lines[0][1:].isdigit()):
+        return f"no version line (starts with {lines[0][:20]!r})"
+    for k, line in enumerate(lines[1:], start=2):
+        if k > 2 and line == "-":
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return f"line {k} is not valid JSON ({line[:60]!r}{'...' if len(line) > 60 else ''}): cut short?"
+        if k == 2 and not isinstance(value, dict):
+            return "line 2 is not a metadata object"
+    if len(lines) < (3 if offsets else 2):
+        return "cut short: no offsets" if offsets and len(lines) == 2 else "cut short: no metadata"
+    return None
+
+
+def _crc(path: str) -> str:
+    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+
+
+def check_restart(checkpoint: str, query: str) -> None:
+    """Raise a `SparkRunError` saying what is wrong and how to recover when Spark could not
+    restart `query` from its checkpoint because a log file it reads is damaged.
+
+    On restart Spark reads the newest offset file, the one before it, and the newest commit
+    file; a truncated one fails the query with a bare parse error ("Unexpected
+    end-of-input", "Incomplete log file") after it started. Recoveries, each exact:
+
+    * a commit file: delete it; Spark replays that batch from its logged offsets, and every
+      output is idempotent by batch id;
+    * an offset file of a batch hydrolite's remap log has (the batch started): rebuild it
+      from that entry (`repair_offsets`, `hydrolite offsets CHECKPOINT --repair`);
+    * the newest offset file of a batch that never started (no remap entry, not committed):
+      delete it; Spark plans batch N again (nothing of it was written);
+    * anything else: restore it from a backup of the checkpoint.
+    """
+    qdir = os.path.join(checkpoint, query)
+    log, commit_dir = os.path.join(qdir, "spark", "offsets"), os.path.join(qdir, "spark", "commits")
+    batches, commits = _numbered(log), _numbered(commit_dir)
+    head = f"query {query!r} cannot restart from checkpoint {checkpoint}"
+    if commits:
+        path = os.path.join(commit_dir, str(commits[-1]))
+        why = _damage(path, offsets=False)
+        if why is not None:
+            raise SparkRunError(f"{head}: Spark's commit log entry {path} is damaged ({why})\n  fix: delete it and its checksum "
+                                f"{_crc(path)}, then run again: Spark replays batch {commits[-1]} from its logged offsets "
+                                "(every output is idempotent by batch id)")
+    for b in batches[-2:][::-1]:
+        path = os.path.join(log, str(b))
+        why = _damage(path, offsets=True)
+        if why is None:
+            continue
+        started = b in read_remap(qdir)
+        committed = bool(commits) and commits[-1] >= b
+        if started:
+            fix = (f"rebuild it from hydrolite's remap log, which recorded batch {b}'s offsets when the batch started: "
+                   f"hydrolite offsets {checkpoint} --repair; then run again")
+        elif b == batches[-1] and not committed:
+            fix = (f"batch {b} never started (hydrolite's remap log has no entry for it), so nothing of it was written: delete it and "
+                   f"its checksum {_crc(path)}, then run again: Spark plans batch {b} again")
+        else:
+            fix = f"restore it from a backup of the checkpoint (hydrolite's remap log has no entry for batch {b} to rebuild it from)"
+        raise SparkRunError(f"{head}: Spark's offset log entry {path} is damaged ({why})\n  fix: {fix}")
+
+
+def repair_offsets(checkpoint: str) -> list[str]:
+    """Rewrite every damaged offset file that hydrolite's remap log can rebuild exactly; returns their paths.
+
+    The remap entry of batch N holds the offset lines Spark wrote to `offsets/N` (parsed);
+    the metadata line (watermark, batch time, SQL confs) is taken from the nearest readable
+    offset file of the query — hydrolite uses neither watermarks nor the batch time.
+    """
+    repaired: list[str] = []
+    for q in queries(checkpoint):
+        qdir = os.path.join(checkpoint, q)
+        log = os.path.join(qdir, "spark", "offsets")
+        batches = _numbered(log)
+        damaged = [b for b in batches if _damage(os.path.join(log, str(b)), offsets=True) is not None]
+        if not damaged:
+            continue
+        entries = read_remap(qdir)
+        with open(os.path.join(qdir, "hydrolite.json")) as fh:
+            names: list[str] = json.load(fh)["inputs"]
+        readable = [b for b in batches if b not in damaged]
+        for b in damaged:
+            if b not in entries:
+                continue
+            if readable:
+                near = min(readable, key=lambda r: abs(r - b))
+                with open(os.path.join(log, str(near))) as fh:
+                    version, meta = fh.read().splitlines()[:2]
+            else:
+                version, meta = "v1", json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}, separators=(",", ":"))
+            ends = entries[b].ends
+            lines = ["-" if ends.get(nm) is None else json.dumps(ends[nm], separators=(",", ":")) for nm in names]
+            path = os.path.join(log, str(b))
+            with open(path + ".repair.tmp", "w") as fh:
+                fh.write("\n".join([version, meta, *lines]))
+            os.replace(path + ".repair.tmp", path)
+            if os.path.exists(_crc(path)):  # the checksum of the damaged content
+                os.remove(_crc(path))
+            repaired.append(path)
+    return repaired

@@ -4,14 +4,34 @@ Inputs (`--input port=SPEC`):
 
 | SPEC                                   | reads                                                     |
 | -------------------------------------- | --------------------------------------------------------- |
-| `DIR`, `json:DIR`, `csv:DIR`, `parquet:DIR` | new files in a directory (`?maxFilesPerTrigger=N` etc. pass options) |
+| `DIR`, `json:DIR`, `csv:DIR`, `parquet:DIR` | new files in a directory, every record checked (`?maxFilesPerTrigger=N` etc. pass options) |
 | `feed:DIR`                             | a hydrolite feed (`FeedWriter`; offsets = entries)         |
 | `rate:rowsPerSecond=N`, `rate-micro-batch:rowsPerBatch=N` | Spark's rate sources, mapped to the element type |
 | `demo`                                 | a few generated elements per batch (what `run` uses for unbound ports) |
 
+File inputs read each file once, when it first appears, so **producers must publish files
+atomically**: write a file under a hidden or temporary name (`.name`, `_name`, `name.tmp`,
+`name.inprogress`, `name._COPYING_` — none of them is read) and rename it into place once it
+is complete. A file that changes after Spark listed it, or that disappears before its batch
+is replayed, fails the batch with an error saying how to go on; a missing input directory
+is an error before the run starts (`?waitForDirectory=true` waits for it); names that are
+never read are reported once on stderr. Details and options (`waitForDirectory`,
+`acceptChangedFiles`, `ignoreMissingFiles`): `files.py`.
+
 File layout of one element: a primitive is one column `value`; a tuple is columns `_1`,
 `_2`, ...; a dataclass / NamedTuple is one column per field; keyed ports are columns `key`
 and `value` (nested as needed; CSV only holds flat rows).
+
+Input is **strict**: every record of a file is checked against the port's declared type
+before the tick body sees it — nothing is coerced (`123` is not a `str`, `"1"` not an
+`int`), null or a missing field only where the type is optional, no unknown field, one
+JSON object per line, text in the declared encoding, CSV columns matched by header name
+(see `strict.py`, `strict_csv.py`; JSON / CSV are parsed by hydrolite, `strict_read.py`).
+A bad record fails the batch with `BadDataError` naming the port and its line, the file, the
+line, the field, the expected and the found value. `?onBadRecord=quarantine:DIR` sets bad
+records aside instead, in `DIR/batch_id=N/` (once per batch, `quarantine.py`), and counts
+them in the progress; `?onBadRecord=fail` is the default. `?maxRecordBytes=N` (16 MiB)
+bounds one line.
 
 Outputs (`--output port=SPEC`): `DIR` / `json:DIR` / `csv:DIR` / `parquet:DIR` (one
 `batch_id=N` directory per micro-batch, overwritten on replay), `memory` (a `MemorySink`),
@@ -34,7 +54,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .errors import SparkRunError
 from .feed import FEED_FORMAT, entry_name, list_entries
 from .remap import URI_EMPTY_AUTHORITY, spark_uri_key
 from .state import StateStore
@@ -88,7 +107,9 @@ class FileInput(InputBinding):
     """New files of a directory, in arrival order: file by file, then row by row within a file.
 
     Besides `v` (and `k`) the stream has `_file`: struct(`path` = Spark's
-    `_metadata.file_path`, `start` = `_metadata.file_block_start`). The runtime orders a
+    `_metadata.file_path`, `start` = `_metadata.file_block_start`, `bad` = null, or the
+    rejected record a quarantining input keeps until `quarantine.py` sets it aside; every
+    record is checked, see strict_read.py). The runtime orders a
     batch's rows by (the file's position in the batch's file list from Spark's file source
     log — modification time, then path —, `start`, position within the split). Spark may cut
     a large JSON-lines / CSV file into several splits read by different tasks, so a row's
@@ -101,14 +122,13 @@ class FileInput(InputBinding):
     options: dict[str, str] = field(default_factory=dict)
 
     def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
-        schema = external_schema(vt, kt)
-        if self.fmt == "csv" and any(isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType)) for f in schema.fields):
-            raise SparkRunError(f"port {port!r}: CSV holds flat rows only, but its elements are {vt.describe()}\n  fix: bind it to json: or parquet: files")
-        opts = {"mode": "FAILFAST", **({"header": "true"} if self.fmt == "csv" else {}), **self.options}
-        os.makedirs(self.path, exist_ok=True)
-        df = spark.readStream.schema(schema).format(self.fmt).options(**opts).load(self.path)
-        where = F.struct(F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_block_start").alias("start"))
-        return df.select(*internal_columns(vt, kt), where.alias("_file"))
+        # every record checked against the port's type, bad ones fail the batch or go to
+        # `?onBadRecord=quarantine:DIR`: see strict_read.py. Spark gets the options that are
+        # not hydrolite's (files.spark_options: temporary names skipped); the directory is
+        # checked (not created) before the query starts: see files.py
+        from .strict_read import read_input
+
+        return read_input(spark, self, port, vt, kt)
 
     # files per batch up to which the file -> position lookup is a map literal (linear per
     # row, no extra Spark job); larger batches (a backlog) use a broadcast join instead

@@ -2,7 +2,7 @@
 
 Spark keeps only the newest `spark.sql.streaming.minBatchesToRetain` (100) offset files of a
 query and compacts and purges its file sources' logs, so its checkpoint alone cannot say
-what tick 3 of a long run covered. Like Materialize's remap collection (seed 003: keep it,
+what tick 3 of a long run covered. Like Materialize's remap collection (its reclocking design: keep it,
 compact it, never forget it), every micro-batch appends one entry to
 `<checkpoint>/<query>/remap/` *before* any of its outputs is written:
 
@@ -212,6 +212,8 @@ class RemapLog:
         self._live: list[RemapEntry] = []
         self._live_name: str | None = None
         self._last_sealed: RemapEntry | None = None
+        # file input -> (URI, modification time ms as Spark listed it) of the last recorded batch
+        self.listed: dict[str, list[tuple[str, int]]] = {}
 
     # ---------------------------------------------------------- recording one batch
     def record(self, batch_id: int) -> dict[int, list[str]]:
@@ -228,16 +230,18 @@ class RemapLog:
         prev = self._previous_ends(batch_id, spark_dir)
         uris: dict[int, list[str]] = {}
         files: dict[str, list[str]] = {}
+        self.listed = {}
         for i, latest_first in sorted(self.file_inputs.items()):
             end = _log_offset(ends[i] if i < len(ends) else None)
             start = _log_offset(prev[i] if i < len(prev) else None)
-            found: list[tuple[int, int, str, str]] = []
+            found: list[tuple[int, int, str, str, int]] = []
             for lo in range(start + 1, end + 1):
                 for uri, ts in source_files(os.path.join(spark_dir, "sources", str(i)), lo):
-                    found.append((lo, -ts if latest_first else ts, local_path(uri), uri))
+                    found.append((lo, -ts if latest_first else ts, local_path(uri), uri, ts))
             found.sort()
             uris[i] = [f[3] for f in found]
             files[self.inputs[i]] = [f[2] for f in found]
+            self.listed[self.inputs[i]] = [(f[3], f[4]) for f in found]
         by_name = {name: ends[i] if i < len(ends) else None for i, name in enumerate(self.inputs)}
         self._append(RemapEntry(batch_id, by_name, files))
         return uris

@@ -43,6 +43,10 @@ from .errors import BadDataError, SparkRunError, site_of
 from .exec import BatchCtx, evaluate
 from .ports import ChannelOutput, FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
 from .remap import RemapLog
+from .quarantine import divert_rejected, good_rows, quarantine_dir
+from .strict_read import read_error_detail
+from .files import FileWatch
+from .offsets import check_restart
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
@@ -81,6 +85,7 @@ class StageProgress:
     durations_ms: deque[tuple[int, float]] = field(default_factory=lambda: deque(maxlen=100_000))
     fn_paths: dict[str, str] = field(default_factory=dict)
     held: int = 0  # batches whose tick could not run yet (their input waits in held/)
+    rejected: dict[str, int] = field(default_factory=dict)  # port -> records set aside (?onBadRecord=quarantine)
 
 
 def _extract_message(exc: BaseException) -> str:
@@ -201,9 +206,10 @@ class StageRunner:
             path = getattr(inp.binding, "path", None)
             if path and os.path.abspath(path) in text and inp.node is not None:
                 src = inp.node
+                detail = read_error_detail(text, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
                 return BadDataError(
                     f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
-                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {_extract_message(exc)}"
+                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or _extract_message(exc)}"
                 )
         found = self._diagnose(batch_id)
         if found is not None:
@@ -239,6 +245,8 @@ class StageRunner:
                 continue
             payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
             rows = df.filter(F.col("_src") == i)
+            if quarantine_dir(inp.binding) is not None:  # its rejected records were set aside (quarantine.py)
+                rows = good_rows(rows)
             order: tuple[str, ...]
             if self.has_file[i] and not self.ordered[i]:  # no one downstream needs the order
                 part, order = rows.select(*payload), ()
@@ -275,11 +283,17 @@ class StageRunner:
         t0 = time.perf_counter()
         # the remap log entry first, before any output: it survives Spark's log purging
         files = self.remap.record(batch_id) if self.stage.streaming else {}
+        if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
+            self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
         state = self.store.begin(batch_id)
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             if batch_id == 0 and self.stage.streaming and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
+            quarantined = [(i, inp.name, inp.binding) for i, inp in enumerate(self.inputs) if quarantine_dir(inp.binding) is not None]
+            if quarantined:  # this batch's dead letters, before a held batch can merge (quarantine.py)
+                for port, count in divert_rejected(df, batch_id, quarantined).items():
+                    self.progress.rejected[port] = self.progress.rejected.get(port, 0) + count
             raw = df
             df, files = self._with_held(df, files, state)
             if df is not raw:
@@ -302,6 +316,7 @@ class StageRunner:
                 self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id)
             self._heartbeat(ctx)
             self._hook("after_sinks", batch_id)
+            self.runner.files.end(self.stage.name, batch_id)  # last, before Spark commits: no file changed while read
         finally:
             df.unpersist()
         p = self.progress
@@ -478,6 +493,7 @@ class FlowRunner:
         if missing:
             raise SparkRunError(f"source ports not bound: {', '.join(missing)}\n  fix: bind each with an input (see hydrolite.planner.spark.ports)")
         self.inputs: dict[str, InputBinding] = {p: parse_input(s) for p, s in given_in.items()}
+        self.files = FileWatch(self.spark, self.inputs)  # checks of the file inputs (files.py)
         self.outputs: dict[str, OutputBinding] = {p: parse_output((outputs or {}).get(p, "memory")) for p in flow_.sinks}
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
         _pickle_user_modules(flow_)
@@ -505,6 +521,9 @@ class FlowRunner:
 
     # ------------------------------------------------------------- lifecycle
     def start(self, *, once: bool = False) -> FlowRunner:
+        self.files.before_start()  # before any query starts: input directories exist
+        for s in self.stages:  # a damaged Spark log is explained, with its recovery
+            check_restart(self.checkpoint, s.stage.name)
         for s in self.stages:
             s.start(once)
         return self
@@ -596,10 +615,13 @@ def _record_bindings(checkpoint: str, inputs: Mapping[str, InputBinding], output
 
 
 def _busy(q: StreamingQuery) -> bool:
+    """Starting up, or planning / running a batch with new data (`isDataAvailable`). Not
+    `isTriggerActive` / the message: an idle file source lists its directory on every trigger,
+    mostly "busy" on a few hundred files (`--until-idle` waited 86 s for a quiet run of polls)."""
     if not q.isActive:
         return False
     st = q.status
-    return bool(st["isTriggerActive"] or st["isDataAvailable"]) or st["message"] not in ("Waiting for data to arrive", "Waiting for next trigger")
+    return bool(st["isDataAvailable"]) or st["message"] == "Initializing sources" or q.lastProgress is None
 
 
 def _pickle_user_modules(flow: Flow) -> None:

@@ -154,11 +154,15 @@ def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> l
 
 def read_files(spark: SparkSession, binding: FileInput, files: list[str], vt: HType, kt: HType | None) -> list[Any]:
     """The elements of the given input files, file by file, rows in file order."""
-    out: list[Any] = []
+    from pyspark.sql import functions as F
+
+    from .strict_read import read_input
+
+    out: list[Any] = []  # read as the run read them: every record checked, rejected ones left out
     for f in files:
-        opts = {"mode": "FAILFAST", **({"header": "true"} if binding.fmt == "csv" else {}), **binding.options}
-        df = spark.read.schema(external_schema(vt, kt)).format(binding.fmt).options(**opts).load(f)
-        out.extend(collect_values(SFrame(df.select(*internal_columns(vt, kt)), vt, kt)))
+        df = read_input(spark, binding, binding.describe(), vt, kt, [f])
+        df = df.filter(F.col("_file.bad").isNull()).select(*(["k"] if kt is not None else []), "v")
+        out.extend(collect_values(SFrame(df, vt, kt)))
     return out
 
 
