@@ -289,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.fn(args))
     except HydroliteError as exc:
-        print(f"hydrolite: error: {exc}", file=sys.stderr)
+        print(f"hydrolite: error [{exc.code}]: {exc}", file=sys.stderr)
         return 1
 
 

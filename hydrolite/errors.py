@@ -6,11 +6,23 @@ found, how to fix it, and the user's file:line (and code line).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ._site import CallSite, capture_site
 
 
 class HydroliteError(Exception):
-    """Base class of every error hydrolite raises on purpose."""
+    """Base class of every error hydrolite raises on purpose.
+
+    Each class has a stable `code` (like PySpark's error classes): tools and tests match on
+    the code, never on the wording, and the CLI prints it (`hydrolite: error [HL-BUILD]: ...`).
+    """
+
+    code: ClassVar[str] = "HL-ERROR"
+
+    def getErrorClass(self) -> str:  # noqa: N802  (PySpark's spelling, for code that handles both)
+        """The stable code of this error (the same as `code`)."""
+        return self.code
 
 
 def format_at(site: CallSite, headline: str, *details: str) -> str:
@@ -29,6 +41,8 @@ class BuildError(HydroliteError, TypeError):
     It is a TypeError so that code catching mistyped calls catches it too; its attributes
     keep the pieces of the message for tools.
     """
+
+    code: ClassVar[str] = "HL-BUILD"
 
     def __init__(
         self,
@@ -56,6 +70,8 @@ class BuildError(HydroliteError, TypeError):
 
 class FlowError(HydroliteError, ValueError):
     """A whole program is inconsistent (duplicate port, incomplete cycle, ...)."""
+
+    code: ClassVar[str] = "HL-FLOW"
 
     def __init__(self, message: str, *, site: CallSite | None = None, fix: str = "") -> None:
         self.site = site if site is not None else capture_site()

@@ -15,6 +15,7 @@ Pure functions over a finished `Flow` (docs/design.md §2):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 from dataclasses import dataclass, field
 
 from .._site import CallSite
@@ -27,6 +28,8 @@ from ..ir.ids import AlignId, TickId
 
 class AlignmentError(FlowError):
     """An align point cannot be compiled (no shared upstream, alignment across the network)."""
+
+    code: ClassVar[str] = "HL-ALIGN"
 
     def __init__(self, message: str, *, site: CallSite, fix: str, details: Iterable[str] = ()) -> None:
         self.site = site

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import HydroliteError, format_at
 from .values import render
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 class SimUsageError(HydroliteError, ValueError):
     """The test used the simulator wrongly (unknown port, missing cluster member, ...)."""
 
+    code: ClassVar[str] = "HL-SIM-USAGE"
+
 
 class NoMoreOutput(AssertionError):
     """A receiver waited for an output, but nothing more can be produced in this execution."""
@@ -21,6 +23,8 @@ class NoMoreOutput(AssertionError):
 
 class UserFunctionError(HydroliteError, RuntimeError):
     """A function the user passed to an operator raised; names the operator, site and element."""
+
+    code: ClassVar[str] = "HL-USER-FUNCTION"
 
     def __init__(self, node: Node, element: Any, where: str, exc: BaseException) -> None:
         self.node = node
@@ -68,6 +72,8 @@ class CrashDivergence(AssertionError):
 
 class ExplorationLimit(HydroliteError, RuntimeError):
     """An execution did not quiesce within the step budget (a tick keeps itself busy)."""
+
+    code: ClassVar[str] = "HL-SIM-LIMIT"
 
 
 class Pruned(BaseException):

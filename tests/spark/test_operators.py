@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
-from hydrolite.planner.spark.errors import BadDataError, SparkRunError
+from hydrolite.planner.spark.errors import BadDataError, SparkRunError, UserFunctionError
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.verify import verify_runner
@@ -197,9 +197,12 @@ def test_failing_python_function_names_operator_line_element_and_batch(spark: Sp
         s.sender("x").send_many([4, 3])
         s.receiver("out").next()
 
-    with pytest.raises(SparkRunError) as info:
+    with pytest.raises(UserFunctionError) as info:  # raised in a Python worker: its class and fields survive
         SparkHarness(failing_program(risky), spark, str(tmp_path)).run(scenario)
-    msg = str(info.value)
+    err = info.value
+    assert (err.code, err.op, err.batch_id, err.stage) == ("HL-USER-FUNCTION", "map", 1, "tick0")
+    msg = str(err)
+    assert "hydrolite-error" not in msg  # the machine-readable note is not part of the message
     assert "test_operators.py:" in msg and "map() failed on element 3 in batch 1 of query 'tick0'" in msg
     assert "ValueError: three is not allowed" in msg
     assert f"the function is defined at test_operators.py:{line_of('def risky(')}" in msg

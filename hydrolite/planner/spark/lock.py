@@ -35,7 +35,7 @@ import json
 import os
 import socket
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import HydroliteError
 
@@ -44,6 +44,8 @@ LOCK_FILE = "LOCK"
 
 class CheckpointLockedError(HydroliteError, RuntimeError):
     """Another runner holds the checkpoint."""
+
+    code: ClassVar[str] = "HL-CHECKPOINT-LOCKED"
 
 
 def _alive(pid: int) -> bool:

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import pickle
-from collections import deque
 import os
-import re
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -39,23 +36,42 @@ from ...ir.meta import Kind
 from ...ir.roles import static_initial
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
-from .errors import BadDataError, SparkRunError, site_of
+from .errors import (
+    BadDataError,
+    SparkRunError,
+    describe_spark_error,
+    from_spark_error,
+    site_of,
+)
 from .exec import BatchCtx, evaluate
-from .ports import ChannelOutput, FeedInput, FileInput, FileOutput, InputBinding, MemorySink, OutputBinding, SinkCtx, collect_values, parse_input, parse_output
-from .remap import RemapLog
-from .quarantine import divert_rejected, good_rows, quarantine_dir
-from .strict_read import read_error_detail
+from .faults import FaultHook, InjectedFault
+from .feed import FeedWriter
 from .files import FileWatch
+from .lock import CheckpointLock
 from .offsets import check_restart
+from .ports import (
+    ChannelOutput,
+    FeedInput,
+    FileInput,
+    FileOutput,
+    InputBinding,
+    MemorySink,
+    OutputBinding,
+    SinkCtx,
+    collect_values,
+    parse_input,
+    parse_output,
+)
+from .pyfn import map_in_arrow, reencode
+from .quarantine import divert_rejected, good_rows, quarantine_dir
+from .remap import RemapLog
+from .run_support import busy, pickle_user_modules, record_bindings, record_sink_type
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .pyfn import map_in_arrow, reencode
-from .faults import FaultHook, InjectedFault
-from .lock import CheckpointLock
-from .upgrade import PlanChangedError, reconcile, write_record
-from .feed import FeedWriter
+from .strict_read import read_error_detail
 from .types import NONE, OPAQUE, HType, from_python
+from .upgrade import PlanChangedError, reconcile, write_record
 from .values import Scalar, SFrame, Val, frame_of
 
 _query_ids = itertools.count()
@@ -86,23 +102,6 @@ class StageProgress:
     fn_paths: dict[str, str] = field(default_factory=dict)
     held: int = 0  # batches whose tick could not run yet (their input waits in held/)
     rejected: dict[str, int] = field(default_factory=dict)  # port -> records set aside (?onBadRecord=quarantine)
-
-
-def _extract_message(exc: BaseException) -> str:
-    """The useful part of a Spark / Py4J error: ours if it crossed a worker, else Spark's error classes."""
-    text = str(exc)
-    m = re.search(r"(?:UserFunctionError|SparkRunError|BadDataError): (.*?)(?:\n\n|\n\tat |\nJVM stacktrace|\Z)", text, re.S)
-    if m:
-        return m.group(1).strip()
-    found: list[str] = []
-    for line in re.findall(r"\[[A-Z][A-Z0-9_.]+\][^\n]*", text):
-        line = re.sub(r"\s*SQLSTATE: \w+\.?$", "", line).replace("\\'", "'").strip()
-        if line not in found:
-            found.append(line)
-    if found:  # the outermost error and its root cause (which usually names the value)
-        return found[0] if len(found) == 1 else f"{found[0]} ... caused by: {found[-1]}"
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("at ")]
-    return "\n".join(lines[:6])
 
 
 class StageRunner:
@@ -209,12 +208,15 @@ class StageRunner:
                 detail = read_error_detail(text, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
                 return BadDataError(
                     f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
-                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or _extract_message(exc)}"
+                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or describe_spark_error(exc)}"
                 )
+        ours = from_spark_error(text)  # raised in a worker: the same class, message and fields
+        if ours is not None:
+            return ours
         found = self._diagnose(batch_id)
         if found is not None:
             return found
-        return SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {_extract_message(exc)}")
+        return SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {describe_spark_error(exc)}")
 
     def _diagnose(self, batch_id: int) -> SparkRunError | None:
         """Find the element a natively translated function fails on, by running it in Python."""
@@ -496,10 +498,10 @@ class FlowRunner:
         self.files = FileWatch(self.spark, self.inputs)  # checks of the file inputs (files.py)
         self.outputs: dict[str, OutputBinding] = {p: parse_output((outputs or {}).get(p, "memory")) for p in flow_.sinks}
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
-        _pickle_user_modules(flow_)
+        pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
         write_record(self.checkpoint, recon.record())
-        _record_bindings(self.checkpoint, self.inputs, self.outputs)
+        record_bindings(self.checkpoint, self.inputs, self.outputs)
         self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded
 
     def _channel_type(self, ch: Channel) -> tuple[HType, HType | None]:
@@ -534,7 +536,7 @@ class FlowRunner:
                 raise s.error
             q = s.query
             if q is not None and not q.isActive and q.exception() is not None:
-                raise SparkRunError(f"query {s.stage.name!r} stopped: {_extract_message(q.exception())}")  # type: ignore[arg-type]
+                raise SparkRunError(f"query {s.stage.name!r} stopped: {describe_spark_error(q.exception())}")  # type: ignore[arg-type]
 
     def process_all_available(self) -> None:
         """Process everything currently available in every query (channels included)."""
@@ -567,7 +569,7 @@ class FlowRunner:
         while time.monotonic() - last_busy < idle_seconds:
             time.sleep(poll)
             self._check()
-            if any(_busy(s.query) for s in self.stages if s.query is not None):
+            if any(busy(s.query) for s in self.stages if s.query is not None):
                 last_busy = time.monotonic()
             if on_progress is not None:
                 on_progress(self)
@@ -587,54 +589,3 @@ class FlowRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def record_sink_type(checkpoint: str, port: str, sf: SFrame) -> None:
-    """Keep the element types a sink wrote with (`sink_types/<port>.pkl`), so that
-    `verify-run` reads its files back as the same Python values (written once per run)."""
-    path = os.path.join(checkpoint, "sink_types", f"{port}.pkl")
-    if os.path.exists(path):
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "wb") as fh:
-        pickle.dump((sf.vt, sf.kt), fh)
-    os.replace(path + ".tmp", path)
-
-
-def _record_bindings(checkpoint: str, inputs: Mapping[str, InputBinding], outputs: Mapping[str, OutputBinding]) -> None:
-    """Write which input/output each port was bound to (`bindings.json`), so that
-    `hydrolite verify-run` can read the run's inputs and outputs back later."""
-    from .verify import binding_spec
-
-    data = {
-        "inputs": {p: spec for p, b in inputs.items() if (spec := binding_spec(b)) is not None},
-        "outputs": {p: spec for p, b in outputs.items() if (spec := binding_spec(b)) is not None},
-    }
-    with open(os.path.join(checkpoint, "bindings.json"), "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-
-
-def _busy(q: StreamingQuery) -> bool:
-    """Starting up, or planning / running a batch with new data (`isDataAvailable`). Not
-    `isTriggerActive` / the message: an idle file source lists its directory on every trigger,
-    mostly "busy" on a few hundred files (`--until-idle` waited 86 s for a quiet run of polls)."""
-    if not q.isActive:
-        return False
-    st = q.status
-    return bool(st["isDataAvailable"]) or st["message"] == "Initializing sources" or q.lastProgress is None
-
-
-def _pickle_user_modules(flow: Flow) -> None:
-    """User functions travel to Spark's Python workers by value (their module may not be importable there)."""
-    done: set[str] = set()
-    for node in flow.nodes():
-        for v in node.params().values():
-            mod_name = getattr(v, "__module__", None)
-            if not callable(v) or mod_name is None or mod_name in done or mod_name == "__main__":
-                continue
-            if mod_name.startswith(("hydrolite.", "builtins", "pyspark.")):
-                continue
-            module = sys.modules.get(mod_name)
-            if module is not None:
-                register_pickle_by_value(module)  # type: ignore[no-untyped-call]
-                done.add(mod_name)

@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ...errors import FlowError
 from ...ir import nodes as n
@@ -190,6 +191,8 @@ class Plan:
 
 class SparkPlanError(FlowError):
     """The program uses something the Spark planner cannot run."""
+
+    code: ClassVar[str] = "HL-SPARK-PLAN"
 
 
 def _check_supported(flow: Flow, roles: Roles) -> None:

@@ -36,7 +36,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import HydroliteError
 from ...ir import nodes as n
@@ -50,6 +50,8 @@ RECORD_VERSION = 1
 
 class PlanChangedError(HydroliteError, RuntimeError):
     """The program cannot resume its checkpoint without losing or inventing state."""
+
+    code: ClassVar[str] = "HL-PLAN-CHANGED"
 
 
 def state_type(node: n.Node) -> str:

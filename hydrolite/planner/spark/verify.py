@@ -22,7 +22,7 @@ import os
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
@@ -56,6 +56,8 @@ from .values import SFrame
 
 class VerifyError(SparkRunError):
     """The run cannot be replayed (an input or output that cannot be read back)."""
+
+    code: ClassVar[str] = "HL-VERIFY"
 
 
 @dataclass(frozen=True)
@@ -193,9 +195,9 @@ def read_outputs(spark: SparkSession, sink: n.Sink, binding: OutputBinding, chec
                 df = spark.read.schema(external_schema(vt, kt)).format(binding.fmt).load(where)
                 out[b] = collect_values(SFrame(df.select(*internal_columns(vt, kt)), vt, kt))
             except Exception as exc:  # re-raised with the sink and the directory, without Java frames
-                from .runtime import _extract_message
+                from .errors import describe_spark_error
 
-                raise VerifyError(f"sink {sink.port!r}: cannot read its output {where}: {_extract_message(exc)}") from exc
+                raise VerifyError(f"sink {sink.port!r}: cannot read its output {where}: {describe_spark_error(exc)}") from exc
         return out
     return None
 
