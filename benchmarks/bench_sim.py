@@ -28,11 +28,11 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import hydrolite as hl  # noqa: E402
-from examples import counter, counter_naive  # noqa: E402
-from hydrolite import NoOrder, nondet  # noqa: E402
-from hydrolite.sim import Simulator  # noqa: E402
-from tests.scenarios import counter_acks_bound_answers  # noqa: E402
+import hydrolite as hl
+from examples import counter, counter_naive
+from hydrolite import NoOrder, nondet
+from hydrolite.sim import Simulator
+from tests.scenarios import counter_acks_bound_answers
 
 
 class Leader:

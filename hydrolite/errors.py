@@ -20,7 +20,7 @@ class HydroliteError(Exception):
 
     code: ClassVar[str] = "HL-ERROR"
 
-    def getErrorClass(self) -> str:  # noqa: N802  (PySpark's spelling, for code that handles both)
+    def getErrorClass(self) -> str:
         """The stable code of this error (the same as `code`)."""
         return self.code
 

@@ -119,7 +119,7 @@ def render_value(v: Any) -> str:
         return str(v.value)
     if isinstance(v, (str, int, float, bool)) or v is None:
         return repr(v)
-    if getattr(type(v), "__repr__") is object.__repr__:
+    if type(v).__repr__ is object.__repr__:
         return f"<{type(v).__name__}>"
     return str(v)
 

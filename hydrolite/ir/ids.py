@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class ClusterId:
         return f"Cluster[{self.tag}]"
 
 
-TopId = Union[ProcessId, ClusterId]
+TopId = ProcessId | ClusterId
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class TickId:
         return f"Tick#{self.index}[{self.outer}]"
 
 
-LocId = Union[ProcessId, ClusterId, TickId]
+LocId = ProcessId | ClusterId | TickId
 
 
 def top_of(loc: LocId) -> TopId:

@@ -9,9 +9,10 @@ Backends (simulator, Spark planner) attach behaviour through registries keyed by
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from .._site import CallSite
 from ..nondet import NonDet

@@ -11,8 +11,8 @@ from ..ir.meta import Kind
 from ._base import Live
 
 if TYPE_CHECKING:
-    from ..locations.locations import Tick
     from ..ir.ids import CycleId
+    from ..locations.locations import Tick
 
 C = TypeVar("C", bound=Live)
 

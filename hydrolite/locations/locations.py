@@ -27,7 +27,7 @@ T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 P = TypeVar("P", bound="TopLevel")
-O = TypeVar("O", bound="Ordering")
+O = TypeVar("O", bound="Ordering")  # noqa: E741  (O for Ordering)
 
 
 class Location:

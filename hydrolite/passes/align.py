@@ -14,7 +14,6 @@ from typing import Any
 from ..ir import nodes as n
 from ..ir.graph import AlignedRegion, Flow, topo_order
 from ..ir.ids import AlignId, LocId, TickId
-from ..ir.meta import Kind
 from ..nondet import NonDet
 from .align_analysis import AlignmentError, PointAnalysis, analyse
 

@@ -15,15 +15,14 @@ Pure functions over a finished `Flow` (docs/design.md §2):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .._site import CallSite
 from ..errors import FlowError, format_at
 from ..ir import nodes as n
 from ..ir.graph import AlignPointInfo, Diagnostic, Flow, parents_of
 from ..ir.ids import AlignId, TickId
-
 
 
 class AlignmentError(FlowError):

@@ -6,9 +6,9 @@ import gc
 import io
 import re
 import sys
+import tokenize
 from collections.abc import Iterator
 from contextlib import contextmanager
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 

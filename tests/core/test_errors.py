@@ -9,7 +9,13 @@ import pytest
 
 from hydrolite.errors import BuildError, FlowError, HydroliteError
 from hydrolite.passes.align_analysis import AlignmentError
-from hydrolite.planner.spark.errors import BadDataError, SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
+from hydrolite.planner.spark.errors import (
+    BadDataError,
+    SparkRunError,
+    UserFunctionError,
+    describe_spark_error,
+    from_spark_error,
+)
 from hydrolite.planner.spark.lock import CheckpointLockedError
 from hydrolite.planner.spark.stages import SparkPlanError
 from hydrolite.planner.spark.upgrade import PlanChangedError
@@ -72,7 +78,7 @@ def test_spark_conditions_are_read_from_the_structured_error() -> None:
     class Captured(Exception):  # PySpark's CapturedException interface
         desc = "[DIVIDE_BY_ZERO] Division by zero. Use `try_divide`. SQLSTATE: 22012"
 
-        def getCondition(self) -> str:  # noqa: N802
+        def getCondition(self) -> str:
             return "DIVIDE_BY_ZERO"
 
     outer = RuntimeError("py4j noise\n\tat org.apache.Foo")

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from hydrolite import Cluster, FlowBuilder, MemberId, Process, SinkPort, Tick, nondet
-from hydrolite.live._base import Live
 from hydrolite.ir import nodes as n
 from hydrolite.ir.graph import topo_order
 from hydrolite.ir.ids import LocId
 from hydrolite.ir.meta import Kind, Meta
 from hydrolite.ir.nodes import Node, node_classes
+from hydrolite.live._base import Live
 from hydrolite.live.keyed_stream import KeyedStream
 from hydrolite.live.stream import Stream
 
@@ -296,7 +296,7 @@ def test_nodes_are_immutable_and_compared_by_identity() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         node.meta = _meta(w)  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        setattr(node, "input", node)
+        node.input = node
     twin = dataclasses.replace(node)
     assert twin is not node and twin != node and len({node, twin}) == 2
     assert twin.children == node.children and twin.params() == node.params()

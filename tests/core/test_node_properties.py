@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hydrolite_lint.vocabulary import _nondet_index, api_methods
 
 import hydrolite.ir.nodes as n
 from hydrolite.planner.spark import runtime  # noqa: F401  (registers the Spark handlers)
 from hydrolite.planner.spark.exec import HANDLERS
 from hydrolite.sim.registry import evaluator_for
-from hydrolite_lint.vocabulary import _nondet_index, api_methods
 
 ABSTRACT = {n.Unary, n.Binary}
 

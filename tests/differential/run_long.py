@@ -30,7 +30,7 @@ Steps = list[dict[str, list[Any]]]
 def _safe(spark: Any, source: str, steps: Steps) -> Outcome:
     try:
         return run_case(spark, source, steps)
-    except Exception:  # noqa: BLE001  (a crash is an outcome of its own, reported with its traceback)
+    except Exception:
         return Outcome("error", traceback.format_exc(limit=8))
 
 

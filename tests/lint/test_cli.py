@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hydrolite_lint.cli import main
 from hydrolite_lint.rules import RULES
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hydrolite_lint.config import Config
 
 from .helpers import found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from hydrolite_lint.rules import is_placeholder
 
 from .helpers import found, run

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
-
 from hydrolite_lint.positions import positions
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 REPO = Path(__file__).resolve().parents[2]
 TRICKY = [

@@ -482,4 +482,4 @@ def _static_run(s: Harness) -> None:
     yields(s, {"cross_singleton": [("a", 2)], "map": [6, 2, 4], "chain": [1, 2, 3]})
 
 
-from . import cases_time  # noqa: F401  (registers the time, order and network cases, in this order)
+from . import cases_time  # noqa: E402, F401  (after the cases above: registers the time, order and network cases, in this order)

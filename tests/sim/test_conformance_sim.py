@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from scenarios import CASE_IDS, CASES, EXAMPLE_SCENARIOS
 
 from hydrolite.sim import Simulator
-from scenarios import CASE_IDS, CASES, EXAMPLE_SCENARIOS
 
 
 @pytest.mark.parametrize(("name", "scenario"), CASES, ids=CASE_IDS)

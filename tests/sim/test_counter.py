@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from scenarios import counter_seed
 
 from examples import counter, counter_naive
 from hydrolite import sim
 from hydrolite.sim import SimulationFailure, Simulator
 from hydrolite.sim.report import REPLAY_ENV
-from scenarios import counter_seed
-
 
 seed_scenario = counter_seed  # the seed's scenario, shared with the Spark conformance tests
 
 
 def line_of(module: object, needle: str) -> int:
-    path = Path(getattr(module, "__file__"))
+    path = Path(module.__file__)
     return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
 
 

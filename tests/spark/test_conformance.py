@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from scenarios import CASE_IDS, CASES, EXAMPLE_SCENARIOS
 
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.verify import verify_runner
-from scenarios import CASE_IDS, CASES, EXAMPLE_SCENARIOS
 
 pytestmark = pytest.mark.spark
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from scenarios import counter_seed
 
 from examples import counter
 from hydrolite.planner.spark.feed import FeedWriter
@@ -18,7 +19,6 @@ from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.offsets import read_offset_log
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
-from scenarios import counter_seed
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,8 +24,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from examples import counter
-from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.faults import FAULT_POINTS, InjectedFault, fault_from_env
+from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
 

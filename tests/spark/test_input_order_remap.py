@@ -29,11 +29,11 @@ import hydrolite as hl
 from examples import kvstore
 from hydrolite.planner.spark import remap
 from hydrolite.planner.spark.errors import SparkRunError
+from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.offsets import batch_files, queries, read_offset_log
 from hydrolite.planner.spark.ports import FileInput
 from hydrolite.planner.spark.remap import RemapLog, read_remap, source_files
-from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 

@@ -178,7 +178,7 @@ def test_untranslatable_functions_are_refused(name: str, f: Callable[..., Any], 
 
 
 def test_two_lambdas_on_one_line_are_told_apart() -> None:
-    fs = [lambda x: x + 1, lambda y: y * 2]  # noqa: E731
+    fs = [lambda x: x + 1, lambda y: y * 2]
     a, b = (function_ast(f) for f in fs)
     assert a is not None and b is not None
     assert (a.params, b.params) == (("x",), ("y",))

@@ -26,7 +26,6 @@ from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
 from .types import OPAQUE, HType, TupleT, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
-
 Aggregate = n.Fold | n.Reduce | n.Count | n.First | n.Last  # nodes folding a stream into a value
 
 

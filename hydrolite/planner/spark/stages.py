@@ -30,6 +30,7 @@ from ...ir.meta import Kind
 from ...ir.roles import Role, Roles, classify
 from ...ir.stable import Identity, identities
 
+
 def where(node: n.Node) -> str:
     return f"{os.path.basename(node.site.file)}:{node.site.line}"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql import DataFrame, SparkSession
@@ -123,7 +123,7 @@ class KTable:
         return KTable(self.kt, vt, None, self.node, self.state, self.updates, self.deleted, [*self.transforms, tf])
 
 
-Val = Union[SFrame, Scalar, KTable]
+Val = SFrame | Scalar | KTable
 
 
 def frame_of(spark: SparkSession, values: list[Any], vt: HType, keys: list[Any] | None = None, kt: HType | None = None, ordered: bool = True) -> SFrame:

@@ -308,7 +308,6 @@ def verify_runner(runner: Any) -> VerifyReport:
 def verify_run(flow: Flow, checkpoint: str, spark: SparkSession, inputs: Mapping[str, str] | None = None, outputs: Mapping[str, str] | None = None) -> VerifyReport:
     """Verify a run from its checkpoint: port bindings default to those the run recorded."""
     from .ports import parse_input, parse_output
-
     from .upgrade import reconcile
 
     plan = plan_flow(flow)

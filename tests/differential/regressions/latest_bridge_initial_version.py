@@ -4,7 +4,7 @@ version until t1 ran: the simulator blocked the reading tick, Spark ran it with 
 singleton. The bridge now carries the count's initial version from the start (both
 backends), as the count had before alignment."""
 
-# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)
+
 
 from __future__ import annotations
 

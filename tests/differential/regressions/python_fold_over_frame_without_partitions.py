@@ -1,7 +1,7 @@
 """Found by run_long seed 349 (not shrunk): a Python fold over a batch frame with no
 partitions got no result row from mapInArrow and failed with IndexError."""
 
-# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)
+
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ran. The model waits; Spark ran the tick with an empty singleton. A blocked batch is now
 held back (held/<batch id>) and processed with the next batch that can run."""
 
-# ruff: noqa: F401  (generated: unused helpers and variables are normal)
+
 
 from __future__ import annotations
 
