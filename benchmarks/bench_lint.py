@@ -158,7 +158,9 @@ def main() -> None:
             (
                 "hydrolite-lint command",
                 *median_seconds(
-                    lambda: subprocess.run([sys.executable, "-m", "hydrolite_lint", str(path)], capture_output=True, check=False),
+                    lambda: subprocess.run(
+                        [sys.executable, "-m", "hydrolite_lint", str(path)], capture_output=True, check=False
+                    ),
                     args.runs,
                 ),
             ),

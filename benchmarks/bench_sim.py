@@ -88,7 +88,9 @@ def gather(aligned: bool) -> hl.Flow:
     at an align point with the released replies when `aligned`."""
     flow = hl.FlowBuilder("gather")
     leader = flow.process(Leader)
-    replies = leader.source("job", int).broadcast(flow.cluster(Workers)).map(lambda j: (j, j * 10)).send(leader).values()
+    replies = (
+        leader.source("job", int).broadcast(flow.cluster(Workers)).map(lambda j: (j, j * 10)).send(leader).values()
+    )
     tally = replies.into_keyed().fold_commutative(0, lambda n, _: n + 1)
     tick = leader.tick()
     status = leader.source("status", int).batch(tick, nondet("questions in any grouping"))
@@ -126,7 +128,9 @@ def rate(explore: Callable[[], int], seconds: float) -> float:
     return done / elapsed
 
 
-def explore_once(make: Callable[[], Simulator], scenario: Callable[[Simulator], None], reduce: bool = True, crashes: int = 0) -> tuple[int, int, float]:
+def explore_once(
+    make: Callable[[], Simulator], scenario: Callable[[Simulator], None], reduce: bool = True, crashes: int = 0
+) -> tuple[int, int, float]:
     """(executions, pruned, seconds) of one exhaustive exploration."""
     sim = make()
     start = time.perf_counter()
@@ -139,7 +143,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=1.0)
     args = ap.parse_args()
-    naive, aligned, q = Simulator(counter_naive.build), Simulator(counter.build), Simulator(quorum, cluster_sizes={"Workers": 2})
+    naive, aligned, q = (
+        Simulator(counter_naive.build),
+        Simulator(counter.build),
+        Simulator(quorum, cluster_sizes={"Workers": 2}),
+    )
     cases: dict[str, Callable[[], int]] = {
         "exhaustive naive counter (6 executions per exploration)": lambda: naive.exhaustive(scenario),
         "exhaustive aligned counter (1 execution per exploration)": lambda: aligned.exhaustive(scenario),
@@ -147,22 +155,40 @@ def main() -> None:
         "fuzz aligned counter (1000 seeded random executions)": lambda: aligned.fuzz(scenario, iterations=1000, seed=1),
         "quorum, 2 members, reduction off (488 executions)": lambda: q.exhaustive(quorum_scenario, reduce=False),
         "quorum, 2 members, reduction on (40 executions)": lambda: q.exhaustive(quorum_scenario),
-        "aligned counter, acks scenario, crashes=1 (156 executions)": lambda: aligned.exhaustive(counter_acks_bound_answers, crashes=1),
+        "aligned counter, acks scenario, crashes=1 (156 executions)": lambda: aligned.exhaustive(
+            counter_acks_bound_answers, crashes=1
+        ),
     }
-    print(f"hydrolite simulator benchmark: median of {args.runs} runs of {args.seconds:.1f}s (python {sys.version.split()[0]})")
+    print(
+        f"hydrolite simulator benchmark: median of {args.runs} runs of {args.seconds:.1f}s (python {sys.version.split()[0]})"
+    )
     for name, explore in cases.items():
         rates = [rate(explore, args.seconds) for _ in range(args.runs)]
-        print(f"  {name:<60} {statistics.median(rates):>9,.0f} executions/s   (min {min(rates):,.0f}, max {max(rates):,.0f})")
+        print(
+            f"  {name:<60} {statistics.median(rates):>9,.0f} executions/s   (min {min(rates):,.0f}, max {max(rates):,.0f})"
+        )
     trees: dict[str, Callable[[], tuple[int, int, float]]] = {
-        "quorum, 2 members, whole tree, reduction off": lambda: explore_once(lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario, False),
-        "quorum, 2 members, whole tree, reduction on": lambda: explore_once(lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario),
-        "word count in a stream cycle, 4 words + 1 question": lambda: explore_once(lambda: Simulator(word_count), word_count_scenario),
-        "gather, 3 members, 2 jobs, no align point": lambda: explore_once(lambda: Simulator(lambda: gather(False), cluster_sizes={"Workers": 3}), gather_scenario),
-        "gather, 3 members, 2 jobs, align point": lambda: explore_once(lambda: Simulator(lambda: gather(True), cluster_sizes={"Workers": 3}), gather_scenario),
+        "quorum, 2 members, whole tree, reduction off": lambda: explore_once(
+            lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario, False
+        ),
+        "quorum, 2 members, whole tree, reduction on": lambda: explore_once(
+            lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario
+        ),
+        "word count in a stream cycle, 4 words + 1 question": lambda: explore_once(
+            lambda: Simulator(word_count), word_count_scenario
+        ),
+        "gather, 3 members, 2 jobs, no align point": lambda: explore_once(
+            lambda: Simulator(lambda: gather(False), cluster_sizes={"Workers": 3}), gather_scenario
+        ),
+        "gather, 3 members, 2 jobs, align point": lambda: explore_once(
+            lambda: Simulator(lambda: gather(True), cluster_sizes={"Workers": 3}), gather_scenario
+        ),
         "quorum, 2 members, whole tree, reduction on, crashes=1": lambda: explore_once(
             lambda: Simulator(quorum, cluster_sizes={"Workers": 2}), quorum_scenario, crashes=1
         ),
-        "word count in a stream cycle, crashes=1": lambda: explore_once(lambda: Simulator(word_count), word_count_scenario, crashes=1),
+        "word count in a stream cycle, crashes=1": lambda: explore_once(
+            lambda: Simulator(word_count), word_count_scenario, crashes=1
+        ),
     }
     for name, tree in trees.items():
         results = [tree() for _ in range(max(1, args.runs // 2))]

@@ -64,7 +64,9 @@ def write_inputs(base: str, increments: int, queries: int, batches: int, fmt: st
     return inc_dir, q_dir
 
 
-def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet") -> tuple[float, dict[int, float]]:
+def run_hydrolite(
+    spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet"
+) -> tuple[float, dict[int, float]]:
     from examples import counter
     from hydrolite.planner.spark.runtime import FlowRunner
 
@@ -88,7 +90,9 @@ def run_hydrolite(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches
     return elapsed, durations
 
 
-def run_baseline(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet") -> tuple[float, dict[int, float]]:
+def run_baseline(
+    spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches: int, expect_count: int, fmt: str = "parquet"
+) -> tuple[float, dict[int, float]]:
     """The same work written directly against PySpark (Spark's own reader, no record checks)."""
     from pyspark.sql import functions as F
 
@@ -105,14 +109,21 @@ def run_baseline(spark: Any, inc_dir: str, q_dir: str, out: str, expect_batches:
         df.persist()
         incs = df.filter(F.col("src") == 0)
         count[0] += incs.count()
-        incs.select(F.col("key").alias("_1"), F.lit(None).cast("boolean").alias("_2")).write.mode("overwrite").parquet(f"{out}/acks/batch_id={batch_id}")
+        incs.select(F.col("key").alias("_1"), F.lit(None).cast("boolean").alias("_2")).write.mode("overwrite").parquet(
+            f"{out}/acks/batch_id={batch_id}"
+        )
         answers = df.filter(F.col("src") == 1).select(F.col("key").alias("_1"), F.lit(count[0]).alias("_2"))
         answers.write.mode("overwrite").parquet(f"{out}/resp/batch_id={batch_id}")
         df.unpersist()
         durations[batch_id] = (time.perf_counter() - t) * 1000.0
 
     t0 = time.perf_counter()
-    q = both.writeStream.foreachBatch(batch).option("checkpointLocation", os.path.join(out, "ck")).trigger(availableNow=True).start()
+    q = (
+        both.writeStream.foreachBatch(batch)
+        .option("checkpointLocation", os.path.join(out, "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     elapsed = time.perf_counter() - t0
     assert len(durations) == expect_batches, f"baseline ran {len(durations)} batches, expected {expect_batches}"
@@ -137,7 +148,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of 1M increments / 100k queries (default 1)")
     parser.add_argument("--batches", type=int, default=510, help="micro-batches (files per source); at least 20")
     parser.add_argument("--repeat", type=int, default=1, help="run both jobs this many times, alternating")
-    parser.add_argument("--format", default="parquet", choices=("parquet", "json", "csv"), help="input file format (default parquet)")
+    parser.add_argument(
+        "--format", default="parquet", choices=("parquet", "json", "csv"), help="input file format (default parquet)"
+    )
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--keep", action="store_true", help="keep the generated data and outputs")
     args = parser.parse_args()
@@ -163,14 +176,22 @@ def main() -> None:
                 out = os.path.join(base, f"{name.split()[0].replace('-', '_')}_{rep}")
                 elapsed, durations = fn(spark, inc_dir, q_dir, out, batches, increments, args.format)
                 results[name] = (elapsed, durations)
-                print(f"{name:>22}: {elapsed:7.1f} s, {rows / elapsed:9,.0f} input rows/s; "
-                      f"median batch latency around batch 5: {median_around(durations, 5):6.0f} ms, around batch {late}: {median_around(durations, late):6.0f} ms")
+                print(
+                    f"{name:>22}: {elapsed:7.1f} s, {rows / elapsed:9,.0f} input rows/s; "
+                    f"median batch latency around batch 5: {median_around(durations, 5):6.0f} ms, around batch {late}: {median_around(durations, late):6.0f} ms"
+                )
             (eb, _), (eh, dh) = results["hand-written PySpark"], results["hydrolite"]
             ratios.append(eb / eh)
-            print(f"run {rep + 1}: throughput ratio hydrolite / hand-written: {eb / eh:.2f}  (hydrolite takes {eh / eb:.2f}x the time)")
-            print(f"run {rep + 1}: hydrolite latency growth batch {late} vs batch 5: {median_around(dh, late) / median_around(dh, 5):.2f}x")
-        print(f"median throughput ratio over {len(ratios)} run(s), {batches} batches: {statistics.median(ratios):.2f} "
-              f"(each: {', '.join(f'{r:.2f}' for r in ratios)})")
+            print(
+                f"run {rep + 1}: throughput ratio hydrolite / hand-written: {eb / eh:.2f}  (hydrolite takes {eh / eb:.2f}x the time)"
+            )
+            print(
+                f"run {rep + 1}: hydrolite latency growth batch {late} vs batch 5: {median_around(dh, late) / median_around(dh, 5):.2f}x"
+            )
+        print(
+            f"median throughput ratio over {len(ratios)} run(s), {batches} batches: {statistics.median(ratios):.2f} "
+            f"(each: {', '.join(f'{r:.2f}' for r in ratios)})"
+        )
         spark.stop()
     finally:
         if not args.keep:

@@ -32,7 +32,9 @@ def build() -> hl.Flow:
     align = bank.local_align_point()
     tick = bank.tick()
     balance_sum = (
-        balances.snapshot_aligned(tick, align, nondet("any ledger prefix, as long as balances and total see the same one"))
+        balances.snapshot_aligned(
+            tick, align, nondet("any ledger prefix, as long as balances and total see the same one")
+        )
         .values()
         .fold_commutative(0, lambda s, b: s + b)
     )

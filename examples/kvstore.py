@@ -30,11 +30,7 @@ def build() -> hl.Flow:
     puts.release_aligned(align).map(lambda p: (p[0], p[1])).sink("put_ack")
 
     tick = store.tick()
-    requests = (
-        gets.batch(tick, nondet("gets may be served in any grouping"))
-        .map(lambda g: (g[1], g[0]))
-        .into_keyed()
-    )
+    requests = gets.batch(tick, nondet("gets may be served in any grouping")).map(lambda g: (g[1], g[0])).into_keyed()
     snapshot = table.snapshot_aligned(tick, align, nondet("any version consistent with the acks already released"))
     (
         requests.lookup_keyed_singleton(snapshot)

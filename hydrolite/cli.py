@@ -125,7 +125,15 @@ def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: s
         if port in demo:
             batches = demo[port]
         else:
-            batches = [[demo_value(vt, 4 * b + i, port) if kt is None else (demo_value(kt, i, port), demo_value(vt, 4 * b + i, port)) for i in range(4)] for b in range(5)]
+            batches = [
+                [
+                    demo_value(vt, 4 * b + i, port)
+                    if kt is None
+                    else (demo_value(kt, i, port), demo_value(vt, 4 * b + i, port))
+                    for i in range(4)
+                ]
+                for b in range(5)
+            ]
         for batch in batches:
             writer.send_many(batch)
     return out
@@ -142,7 +150,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     outputs: dict[str, Any] = dict(_pairs(args.output, "--output"))
     unknown = sorted(set(inputs) - set(flow.sources)) + sorted(set(outputs) - set(flow.sinks))
     if unknown:
-        raise SystemExit(f"hydrolite: unknown ports {unknown}; the program has sources {sorted(flow.sources)} and sinks {sorted(flow.sinks)}")
+        raise SystemExit(
+            f"hydrolite: unknown ports {unknown}; the program has sources {sorted(flow.sources)} and sinks {sorted(flow.sinks)}"
+        )
     checkpoint = os.path.abspath(args.checkpoint or os.path.join(".hydrolite", flow.name))
     conf = _pairs(args.conf, "--conf")
     print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
@@ -155,7 +165,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     for port in flow.sinks:
         outputs.setdefault(port, "console")
     finite = all(not str(v).startswith("rate") for v in inputs.values())
-    runner = FlowRunner(flow, spark=spark, checkpoint=checkpoint, inputs=inputs, outputs=outputs, fault=fault_from_env(), reset_state=args.reset_state, lock=lock)
+    runner = FlowRunner(
+        flow,
+        spark=spark,
+        checkpoint=checkpoint,
+        inputs=inputs,
+        outputs=outputs,
+        fault=fault_from_env(),
+        reset_state=args.reset_state,
+        lock=lock,
+    )
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
     progress = _Progress(runner)
@@ -214,9 +233,15 @@ class _Progress:
             last_ms = p.durations_ms[-1][1] if p.durations_ms else 0.0
             outs = ", ".join(f"{k}={v}" for k, v in sorted(p.output_rows.items()))
             label = "done" if final else "progress"
-            print(f"hydrolite {label}: query {s.stage.name}: {p.batches} batches (last #{p.last_batch}, {last_ms:.0f} ms), "
-                  f"{rows} input rows{per_input}, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}"
-                  + (f"; rejected (quarantined): {', '.join(f'{k}={v}' for k, v in sorted(p.rejected.items()))}" if any(p.rejected.values()) else ""))
+            print(
+                f"hydrolite {label}: query {s.stage.name}: {p.batches} batches (last #{p.last_batch}, {last_ms:.0f} ms), "
+                f"{rows} input rows{per_input}, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}"
+                + (
+                    f"; rejected (quarantined): {', '.join(f'{k}={v}' for k, v in sorted(p.rejected.items()))}"
+                    if any(p.rejected.values())
+                    else ""
+                )
+            )
             if final and p.fn_paths:
                 for fn, path in sorted(p.fn_paths.items()):
                     print(f"    {fn}: {path}")
@@ -243,38 +268,87 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a program on Spark (embedded local[*] by default)")
     run.add_argument("program", help="a .py file (or module) exposing build() -> hydrolite.Flow")
-    run.add_argument("--master", help="Spark master URL (local[*], spark://..., yarn) or Spark Connect (sc://host:port)")
-    run.add_argument("--input", action="append", default=[], metavar="PORT=SPEC", help="bind a source port: DIR, json:|csv:|parquet:DIR, feed:DIR, rate:rowsPerSecond=N, demo")
-    run.add_argument("--output", action="append", default=[], metavar="PORT=SPEC", help="bind a sink port: DIR, json:|csv:|parquet:DIR, console, memory")
+    run.add_argument(
+        "--master", help="Spark master URL (local[*], spark://..., yarn) or Spark Connect (sc://host:port)"
+    )
+    run.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="PORT=SPEC",
+        help="bind a source port: DIR, json:|csv:|parquet:DIR, feed:DIR, rate:rowsPerSecond=N, demo",
+    )
+    run.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="PORT=SPEC",
+        help="bind a sink port: DIR, json:|csv:|parquet:DIR, console, memory",
+    )
     run.add_argument("--checkpoint", help="checkpoint directory (default .hydrolite/<program name>); rerun to resume")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
     mode = run.add_mutually_exclusive_group()
-    run.add_argument("--reset-state", action="append", default=[], metavar="OP@FILE:LINE",
-                     help="accept that this operator's state starts empty (or is dropped) when resuming an edited program; "
-                     "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)")
+    run.add_argument(
+        "--reset-state",
+        action="append",
+        default=[],
+        metavar="OP@FILE:LINE",
+        help="accept that this operator's state starts empty (or is dropped) when resuming an edited program; "
+        "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)",
+    )
     mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
-    mode.add_argument("--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input")
+    mode.add_argument(
+        "--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input"
+    )
     run.set_defaults(fn=cmd_run)
 
     plan = sub.add_parser("plan", help="show the queries, merged ticks and aligned regions")
     plan.add_argument("program")
     plan.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
-    plan.add_argument("--against", metavar="CHECKPOINT", help="compare with the plan a checkpoint recorded: what resumes, what state would be lost (exit 1 when the run would be refused)")
-    plan.add_argument("--reset-state", action="append", default=[], metavar="OP@FILE:LINE", help="as for run: accept that this operator's state starts empty / is dropped")
+    plan.add_argument(
+        "--against",
+        metavar="CHECKPOINT",
+        help="compare with the plan a checkpoint recorded: what resumes, what state would be lost (exit 1 when the run would be refused)",
+    )
+    plan.add_argument(
+        "--reset-state",
+        action="append",
+        default=[],
+        metavar="OP@FILE:LINE",
+        help="as for run: accept that this operator's state starts empty / is dropped",
+    )
     plan.set_defaults(fn=cmd_plan)
 
     offsets = sub.add_parser("offsets", help="show, per tick (micro-batch), the source offsets it covered")
     offsets.add_argument("checkpoint")
     offsets.add_argument("--query", help="only this query (e.g. tick0)")
     offsets.add_argument("--json", action="store_true", help="one JSON object per line")
-    offsets.add_argument("--repair", action="store_true", help="first rebuild damaged (truncated) Spark offset files from hydrolite's remap log")
+    offsets.add_argument(
+        "--repair",
+        action="store_true",
+        help="first rebuild damaged (truncated) Spark offset files from hydrolite's remap log",
+    )
     offsets.set_defaults(fn=cmd_offsets)
 
-    verify = sub.add_parser("verify-run", help="replay a finished run in the simulator and compare every sink, batch by batch")
+    verify = sub.add_parser(
+        "verify-run", help="replay a finished run in the simulator and compare every sink, batch by batch"
+    )
     verify.add_argument("program")
     verify.add_argument("checkpoint", help="the run's checkpoint directory (its offset log says what each tick read)")
-    verify.add_argument("--input", action="append", default=[], metavar="PORT=SPEC", help="where a source's data is now (default: as recorded by the run)")
-    verify.add_argument("--output", action="append", default=[], metavar="PORT=SPEC", help="where a sink's outputs are (default: as recorded by the run)")
+    verify.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="PORT=SPEC",
+        help="where a source's data is now (default: as recorded by the run)",
+    )
+    verify.add_argument(
+        "--output",
+        action="append",
+        default=[],
+        metavar="PORT=SPEC",
+        help="where a sink's outputs are (default: as recorded by the run)",
+    )
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
     verify.set_defaults(fn=cmd_verify_run)
 

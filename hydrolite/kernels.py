@@ -259,7 +259,9 @@ def fold_values(f: Callable[[A, V], A], acc: A, has_acc: bool, xs: Sequence[V]) 
     return True, acc
 
 
-def fold_keyed(f: Callable[[A, V], A], accs: Mapping[K, A], init: A, has_init: bool, kvs: Sequence[Pair[K, V]]) -> dict[K, A]:
+def fold_keyed(
+    f: Callable[[A, V], A], accs: Mapping[K, A], init: A, has_init: bool, kvs: Sequence[Pair[K, V]]
+) -> dict[K, A]:
     """fold / reduce per key of (key, value) pairs, each key from `accs[key]` when present,
     else from `init` (fold) or from its first value (reduce, `has_init=False`).
 

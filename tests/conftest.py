@@ -18,6 +18,8 @@ pytest_plugins = ["hydrolite.sim.pytest_plugin", "pytester"]
 def spark() -> Iterator[SparkSession]:
     from hydrolite.planner.spark.session import spark_session
 
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}, app_name="hydrolite-tests")
+    session = spark_session(
+        "local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}, app_name="hydrolite-tests"
+    )
     yield session
     session.stop()

@@ -173,8 +173,6 @@ def mistype_join_with_other_key_type() -> None:
     w.flow.finalize()
 
 
-
-
 def mistype_chain_of_other_element_type() -> None:
     w = world()
     numbers = w.server.source_iter([1, 2])

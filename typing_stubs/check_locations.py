@@ -70,7 +70,9 @@ def accept_align_points_of_the_own_location() -> None:
     assert_type(best.snapshot_aligned(w.tick, align, nondet(REASON)), OptionalSingleton[int, TP, Bounded])
     table = increments.count()
     assert_type(table.snapshot_aligned(w.tick, align, nondet(REASON)), KeyedSingleton[str, int, TP, Bounded])
-    assert_type(increments.batch_aligned(w.tick, align, nondet(REASON)), KeyedStream[str, None, TP, Bounded, TotalOrder])
+    assert_type(
+        increments.batch_aligned(w.tick, align, nondet(REASON)), KeyedStream[str, None, TP, Bounded, TotalOrder]
+    )
     batch.cross_singleton(snap).all_ticks().sink("answers")
     w.flow.finalize()
 

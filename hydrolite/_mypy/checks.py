@@ -113,7 +113,13 @@ def live_type(t: ProperType) -> LiveType | None:
         return None
     e, loc, b, o = _SHAPES[t.type.fullname]
     args = [get_proper_type(a) for a in t.args]
-    return LiveType(t, args[e], args[loc], _flag(args[b], "Bounded", "Unbounded"), None if o is None else _flag(args[o], "TotalOrder", "NoOrder"))
+    return LiveType(
+        t,
+        args[e],
+        args[loc],
+        _flag(args[b], "Bounded", "Unbounded"),
+        None if o is None else _flag(args[o], "TotalOrder", "NoOrder"),
+    )
 
 
 def _flag(t: ProperType, yes: str, no: str) -> bool | None:
@@ -186,7 +192,11 @@ class Checker:
     def __init__(self, ctx: MethodSigContext, recv: LiveType) -> None:
         self.ctx = ctx
         self.recv = recv
-        self.callee = ctx.context.callee if isinstance(getattr(ctx.context, "callee", None), MemberExpr) else ctx.context  # type: ignore[attr-defined]
+        self.callee = (
+            ctx.context.callee  # type: ignore[attr-defined]
+            if isinstance(getattr(ctx.context, "callee", None), MemberExpr)
+            else ctx.context
+        )
 
     def fmt(self, t: ProperType) -> str:
         return format_type_bare(t, self.ctx.api.options)
@@ -218,7 +228,9 @@ class Checker:
         if rule.kind == "top" and recv.place == "tick":
             return Violation(TICK, r.TOP_LEVEL, found, rule.fix or r.FIX_LEAVE_TICK, self.callee)
         if rule.kind == "comparable" and not self.passed("key") and _comparable(recv.elem) is False:
-            return Violation(ELEMENT, r.COMPARABLE, f"elements of type {self.fmt(recv.elem)}: {found}", r.FIX_COMPARABLE, self.callee)
+            return Violation(
+                ELEMENT, r.COMPARABLE, f"elements of type {self.fmt(recv.elem)}: {found}", r.FIX_COMPARABLE, self.callee
+            )
         if rule.kind == "pairs" and _is_pair(recv.elem) is False:
             return Violation(ELEMENT, r.PAIRS, found, r.FIX_PAIRS, self.callee)
         return None
@@ -230,7 +242,13 @@ class Checker:
             return None
         expr, t = got
         other, recv = live_type(t), self.recv
-        if rule.kind == "same_location" and other is not None and _known(recv.loc) and _known(other.loc) and self.fmt(recv.loc) != self.fmt(other.loc):
+        if (
+            rule.kind == "same_location"
+            and other is not None
+            and _known(recv.loc)
+            and _known(other.loc)
+            and self.fmt(recv.loc) != self.fmt(other.loc)
+        ):
             found = f"{self.fmt(other.loc)}: {self.fmt(t)}"
             return Violation(LOCATION, r.same_location(self.fmt(recv.loc)), found, r.FIX_SAME_LOCATION, expr)
         if rule.kind == "bounded" and other is not None and other.bounded is False:
@@ -244,7 +262,13 @@ class Checker:
             at, top = get_proper_type(point.args[0]), recv.top
             if top is not None and _known(top) and _known(at) and self.fmt(at) != self.fmt(top):
                 loc = self.fmt(top)
-                return Violation(LOCATION, r.align_point_of(loc), f"an align point of {self.fmt(at)}", r.fix_align_point_of(loc), expr)
+                return Violation(
+                    LOCATION,
+                    r.align_point_of(loc),
+                    f"an align point of {self.fmt(at)}",
+                    r.fix_align_point_of(loc),
+                    expr,
+                )
         if rule.kind == "nondet" and not (isinstance(t, Instance) and t.type.fullname == "hydrolite.nondet.NonDet"):
             found = f"str {expr.value!r}" if isinstance(expr, StrExpr) else self.fmt(t)
             return Violation(NONDET, r.NONDET, found, r.FIX_NONDET, expr)
@@ -293,7 +317,10 @@ def relax(sig: CallableType, params: set[str | int], optional: set[str] | None =
     hit = [name in params or i in params for i, name in enumerate(sig.arg_names)]
     any_t = AnyType(TypeOfAny.special_form)
     types = [any_t if h else t for h, t in zip(hit, sig.arg_types)]
-    kinds = [ARG_OPT if h and name in (optional or set()) and k.is_positional() else k for h, name, k in zip(hit, sig.arg_names, sig.arg_kinds)]
+    kinds = [
+        ARG_OPT if h and name in (optional or set()) and k.is_positional() else k
+        for h, name, k in zip(hit, sig.arg_names, sig.arg_kinds)
+    ]
     return sig.copy_modified(arg_types=types, arg_kinds=kinds)
 
 
@@ -306,7 +333,11 @@ def check_equality(op: str, ctx: MethodSigContext) -> FunctionLike:
     # mypy tries `a.__eq__(b)` and then `b.__eq__(a)` with errors held back, and keeps
     # whichever succeeds (for `stream == 3`, int's): report past those watchers.
     with _unwatched(ctx):
-        report(ctx, f"{op} on a live collection", Violation(EQUALITY_CODE, r.NO_EQUALITY, found, r.FIX_EQUALITY, ctx.context))
+        report(
+            ctx,
+            f"{op} on a live collection",
+            Violation(EQUALITY_CODE, r.NO_EQUALITY, found, r.FIX_EQUALITY, ctx.context),
+        )
     return relax(ctx.default_signature, {0})  # operator signatures carry no parameter names
 
 
@@ -396,7 +427,10 @@ class HydrolitePlugin(Plugin):
 
 def _fingerprint() -> str:
     here = Path(__file__).resolve()
-    sources = sorted(here.parent.glob("*.py")) + [here.parents[1] / "live" / "rules.py", here.parents[1] / "mypy_plugin.py"]
+    sources = sorted(here.parent.glob("*.py")) + [
+        here.parents[1] / "live" / "rules.py",
+        here.parents[1] / "mypy_plugin.py",
+    ]
     digest = hashlib.sha256()
     for path in sources:
         digest.update(path.read_bytes() if path.exists() else b"")

@@ -119,7 +119,7 @@ def render_value(v: Any) -> str:
         return str(v.value)
     if isinstance(v, (str, int, float, bool)) or v is None:
         return repr(v)
-    if type(v).__repr__ is object.__repr__:
+    if getattr(type(v), "__repr__") is object.__repr__:  # noqa: B009  (mypy rejects comparing the methods directly)
         return f"<{type(v).__name__}>"
     return str(v)
 
@@ -134,13 +134,10 @@ def dump_nodes(nodes: list[Node]) -> str:
         args += [
             f"{k}={render_value(v)}"
             for k, v in n.params().items()
-            if not (k == "initial" and render_value(v).startswith("<object"))
-            and not (k == "align" and v is None)
+            if not (k == "initial" and render_value(v).startswith("<object")) and not (k == "align" and v is None)
         ]
         site = f"{os.path.basename(n.site.file)}:{n.site.line}"
-        lines.append(
-            f"%{i:<{width}} = {n.op}({', '.join(args)}) : {n.meta.type_str()}  @ {site}"
-        )
+        lines.append(f"%{i:<{width}} = {n.op}({', '.join(args)}) : {n.meta.type_str()}  @ {site}")
     return "\n".join(lines)
 
 

@@ -66,7 +66,8 @@ class Node:
         return {
             f.name: getattr(self, f.name)
             for f in fields(self)
-            if f.name not in ("meta", "site") and not isinstance(getattr(self, f.name), Node)
+            if f.name not in ("meta", "site")
+            and not isinstance(getattr(self, f.name), Node)
             and not (f.name == "name" and self.name is None)
         }
 

@@ -74,7 +74,9 @@ class Live:
         )
 
     # ------------------------------------------------------------- building
-    def _derive(self, cls: type[LiveT], node_cls: type[Node], meta: Meta, loc: Location | None = None, **fields: Any) -> LiveT:
+    def _derive(
+        self, cls: type[LiveT], node_cls: type[Node], meta: Meta, loc: Location | None = None, **fields: Any
+    ) -> LiveT:
         name = fields.get("name")
         if name is not None and (not isinstance(name, str) or not name.strip() or name != name.strip()):
             raise BuildError(
@@ -200,5 +202,6 @@ class Live:
     @staticmethod
     def _need_fn(f: object, op: str) -> None:
         if not callable(f):
-            raise BuildError(op, required="a function", found=f"{type(f).__name__} {f!r}", fix="pass a function or lambda")
-
+            raise BuildError(
+                op, required="a function", found=f"{type(f).__name__} {f!r}", fix="pass a function or lambda"
+            )

@@ -47,12 +47,19 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
     def keys(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[K, L, Bounded, NoOrder]:
         """The keys present in this tick's map."""
         self._need_bounded("keys()", rules.FIX_SNAPSHOT_TABLE)
-        return self._derive(_st.Stream, n.Keys, self._meta.but(kind=Kind.STREAM, ordered=False, elem=self._meta.key, key=None), input=self._node)
+        return self._derive(
+            _st.Stream,
+            n.Keys,
+            self._meta.but(kind=Kind.STREAM, ordered=False, elem=self._meta.key, key=None),
+            input=self._node,
+        )
 
     def values(self: KeyedSingleton[K, V, L, Bounded]) -> Stream[V, L, Bounded, NoOrder]:
         """The values of this tick's map."""
         self._need_bounded("values()", rules.FIX_SNAPSHOT_TABLE)
-        return self._derive(_st.Stream, n.Values, self._meta.but(kind=Kind.STREAM, ordered=False, key=None), input=self._node)
+        return self._derive(
+            _st.Stream, n.Values, self._meta.but(kind=Kind.STREAM, ordered=False, key=None), input=self._node
+        )
 
     def get(self: KeyedSingleton[K, V, L, Bounded], key: Singleton[K, L, Bounded]) -> OptionalSingleton[V, L, Bounded]:
         """The value at the key held by a singleton (empty when absent)."""
@@ -71,11 +78,15 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
         meta = r._meta.but(elem=None)
         return self._derive(_ks.KeyedStream, n.KeyedLookup, meta, left=r._node, right=self._node, keep_missing=False)
 
-    def snapshot(self: KeyedSingleton[K, V, P, B], tick: Tick[P], nondet: NonDet) -> KeyedSingleton[K, V, Tick[P], Bounded]:
+    def snapshot(
+        self: KeyedSingleton[K, V, P, B], tick: Tick[P], nondet: NonDet
+    ) -> KeyedSingleton[K, V, Tick[P], Bounded]:
         """Some version of the whole map (never older than the previous tick's) enters the tick."""
         return self._snap(tick, None, nondet, "snapshot()")
 
-    def snapshot_aligned(self: KeyedSingleton[K, V, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> KeyedSingleton[K, V, Tick[P], Bounded]:
+    def snapshot_aligned(
+        self: KeyedSingleton[K, V, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
+    ) -> KeyedSingleton[K, V, Tick[P], Bounded]:
         """Like snapshot, consistent with every other use of the align point."""
         return self._snap(tick, align, nondet, "snapshot_aligned()")
 
@@ -83,13 +94,24 @@ class KeyedSingleton(Live, Generic[K, V, L, B]):
         tid = self._need_tick_of(tick, op)
         ap = self._need_align_of(align, op).id if align is not None else None
         nd = self._need_nondet(nondet, op)
-        return self._derive(KeyedSingleton, n.Snapshot, self._meta.but(loc=tid, bounded=True), loc=tick, input=self._node, tick=tid, nondet=nd, align=ap)  # type: ignore[arg-type]
+        return self._derive(
+            KeyedSingleton,
+            n.Snapshot,
+            self._meta.but(loc=tid, bounded=True),
+            loc=tick,  # type: ignore[arg-type]
+            input=self._node,
+            tick=tid,
+            nondet=nd,
+            align=ap,
+        )
 
     def latest(self: KeyedSingleton[K, V, Tick[P], Bounded]) -> KeyedSingleton[K, V, P, Unbounded]:
         """The most recent tick's map, as a top-level changing map."""
         self._need_tick("latest()")
         tick: Any = self._loc
-        return self._derive(KeyedSingleton, n.Latest, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node)
+        return self._derive(
+            KeyedSingleton, n.Latest, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node
+        )
 
     def defer_tick(self: KeyedSingleton[K, V, Tick[P], Bounded]) -> KeyedSingleton[K, V, Tick[P], Bounded]:
         """The previous tick's map (empty in the first tick)."""

@@ -64,7 +64,9 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         self._need_fn(f, "inspect()")
         return self._derive(KeyedStream, n.Inspect, self._meta, input=self._node, f=f)
 
-    def enumerate(self: KeyedStream[K, V, L, B, TotalOrder], *, name: str | None = None) -> KeyedStream[K, tuple[int, V], L, B, TotalOrder]:
+    def enumerate(
+        self: KeyedStream[K, V, L, B, TotalOrder], *, name: str | None = None
+    ) -> KeyedStream[K, tuple[int, V], L, B, TotalOrder]:
         """Pair each value with its position within its key."""
         self._need_ordered("enumerate()", _FIX)
         return self._derive(KeyedStream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
@@ -86,16 +88,22 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         """Per key: acc = f(acc, v) in order, from init."""
         self._need_ordered("fold()", _FIX)
         self._need_fn(f, "fold()")
-        return self._agg(n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=False, name=name)
+        return self._agg(
+            n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=False, name=name
+        )
 
     def fold_commutative(
         self, init: A, f: Callable[[A, V], A], *, acc_type: TypeForm[A] | None = None, name: str | None = None
     ) -> KeyedSingleton[K, A, L, B]:
         """Per-key fold whose result does not depend on the order of values."""
         self._need_fn(f, "fold_commutative()")
-        return self._agg(n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=True, name=name)
+        return self._agg(
+            n.Fold, type(init) if acc_type is None else acc_type, init=init, f=f, commutative=True, name=name
+        )
 
-    def reduce(self: KeyedStream[K, V, L, B, TotalOrder], f: Callable[[V, V], V], *, name: str | None = None) -> KeyedSingleton[K, V, L, B]:
+    def reduce(
+        self: KeyedStream[K, V, L, B, TotalOrder], f: Callable[[V, V], V], *, name: str | None = None
+    ) -> KeyedSingleton[K, V, L, B]:
         """Per key: combine values in order (e.g. `lambda old, new: new` keeps the latest)."""
         self._need_ordered("reduce()", _FIX)
         self._need_fn(f, "reduce()")
@@ -147,7 +155,9 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         self._need_bounded("lookup_keyed_singleton()")
         t = self._need_same_loc(table, "lookup_keyed_singleton()", (Kind.KEYED_SINGLETON,), "a KeyedSingleton")
         t._need_bounded("lookup_keyed_singleton()", rules.FIX_SNAPSHOT_TABLE)
-        return self._derive(KeyedStream, n.KeyedLookup, self._meta.but(elem=None), left=self._node, right=t._node, keep_missing=True)
+        return self._derive(
+            KeyedStream, n.KeyedLookup, self._meta.but(elem=None), left=self._node, right=t._node, keep_missing=True
+        )
 
     # ------------------------------------------------------------- order
     def assume_ordering(self, nondet: NonDet) -> KeyedStream[K, V, L, B, TotalOrder]:
@@ -160,13 +170,19 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         return self._derive(KeyedStream, n.WeakenOrdering, self._meta.but(ordered=False), input=self._node)
 
     # ------------------------------------------------------------- ticks and alignment
-    def batch(self: KeyedStream[K, V, P, B, O], tick: Tick[P], nondet: NonDet) -> KeyedStream[K, V, Tick[P], Bounded, O]:
+    def batch(
+        self: KeyedStream[K, V, P, B, O], tick: Tick[P], nondet: NonDet
+    ) -> KeyedStream[K, V, Tick[P], Bounded, O]:
         """A prefix of each key's pending values enters each tick."""
         tid = self._need_tick_of(tick, "batch()")
         nd = self._need_nondet(nondet, "batch()")
-        return self._derive(KeyedStream, n.Batch, self._meta.but(loc=tid, bounded=True), loc=tick, input=self._node, tick=tid, nondet=nd)
+        return self._derive(
+            KeyedStream, n.Batch, self._meta.but(loc=tid, bounded=True), loc=tick, input=self._node, tick=tid, nondet=nd
+        )
 
-    def batch_aligned(self: KeyedStream[K, V, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> KeyedStream[K, V, Tick[P], Bounded, O]:
+    def batch_aligned(
+        self: KeyedStream[K, V, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
+    ) -> KeyedStream[K, V, Tick[P], Bounded, O]:
         """Like batch, consistent with the other uses of the align point."""
         tid = self._need_tick_of(tick, "batch_aligned()")
         ap = self._need_align_of(align, "batch_aligned()")
@@ -178,7 +194,9 @@ class KeyedStream(Live, Generic[K, V, L, B, O]):
         """Every tick's batch, concatenated into a top-level keyed stream."""
         self._need_tick("all_ticks()")
         tick: Any = self._loc
-        return self._derive(KeyedStream, n.AllTicks, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node)
+        return self._derive(
+            KeyedStream, n.AllTicks, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node
+        )
 
     def defer_tick(self: KeyedStream[K, V, Tick[P], Bounded, O]) -> KeyedStream[K, V, Tick[P], Bounded, O]:
         """The previous tick's batch."""

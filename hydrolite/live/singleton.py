@@ -32,13 +32,17 @@ class _Scalar(Live):
     __slots__ = ()
 
     def _opt(self, node_cls: type[n.Node], elem: Any = None, **fields: Any) -> Any:
-        return self._derive(OptionalSingleton, node_cls, self._meta.but(kind=Kind.OPTIONAL, elem=elem), input=self._node, **fields)
+        return self._derive(
+            OptionalSingleton, node_cls, self._meta.but(kind=Kind.OPTIONAL, elem=elem), input=self._node, **fields
+        )
 
     def _zip(self, other: object) -> Any:
         o = self._need_same_loc(other, "zip()", _SCALARS, "a Singleton or OptionalSingleton")
         both = self._meta.kind is Kind.SINGLETON and o._meta.kind is Kind.SINGLETON
         cls = Singleton if both else OptionalSingleton
-        meta = self._meta.but(kind=Kind.SINGLETON if both else Kind.OPTIONAL, elem=None, bounded=self._meta.bounded and o._meta.bounded)
+        meta = self._meta.but(
+            kind=Kind.SINGLETON if both else Kind.OPTIONAL, elem=None, bounded=self._meta.bounded and o._meta.bounded
+        )
         return self._derive(cls, n.Zip, meta, left=self._node, right=o._node)
 
     def _snapshot(self, tick: object, align: object | None, nondet: object, op: str) -> Any:
@@ -51,7 +55,9 @@ class _Scalar(Live):
     def _latest(self) -> Any:
         self._need_tick("latest()")
         tick: Any = self._loc
-        return self._derive(type(self), n.Latest, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node)
+        return self._derive(
+            type(self), n.Latest, self._meta.but(loc=tick.id.outer, bounded=False), loc=tick.outer, input=self._node
+        )
 
     def _into_stream(self) -> Any:
         self._need_tick("into_stream()")
@@ -64,7 +70,9 @@ class _Scalar(Live):
 
     def _flat(self, f: Callable[..., Any], op: str) -> Any:
         self._need_fn(f, op)
-        return self._derive(_st.Stream, n.FlatMap, self._meta.but(kind=Kind.STREAM, elem=None, ordered=True), input=self._node, f=f)
+        return self._derive(
+            _st.Stream, n.FlatMap, self._meta.but(kind=Kind.STREAM, elem=None, ordered=True), input=self._node, f=f
+        )
 
 
 class Singleton(_Scalar, Generic[T, L, B]):
@@ -101,20 +109,30 @@ class Singleton(_Scalar, Generic[T, L, B]):
     @overload
     def zip(self: Singleton[T, L, Bounded], other: Singleton[U, L, Bounded]) -> Singleton[tuple[T, U], L, Bounded]: ...
     @overload
-    def zip(self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Bounded]) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
+    def zip(
+        self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Bounded]
+    ) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
     @overload
-    def zip(self: Singleton[T, L, Bounded], other: Singleton[U, L, Unbounded]) -> Singleton[tuple[T, U], L, Unbounded]: ...
+    def zip(
+        self: Singleton[T, L, Bounded], other: Singleton[U, L, Unbounded]
+    ) -> Singleton[tuple[T, U], L, Unbounded]: ...
     @overload
-    def zip(self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Unbounded]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    def zip(
+        self: Singleton[T, L, Bounded], other: OptionalSingleton[U, L, Unbounded]
+    ) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
     @overload
     def zip(self: Singleton[T, L, Unbounded], other: Singleton[U, L, B2]) -> Singleton[tuple[T, U], L, Unbounded]: ...
     @overload
-    def zip(self: Singleton[T, L, Unbounded], other: OptionalSingleton[U, L, B2]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    def zip(
+        self: Singleton[T, L, Unbounded], other: OptionalSingleton[U, L, B2]
+    ) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
     @overload
     def zip(self: Singleton[T, L, B], other: Singleton[U, L, B]) -> Singleton[tuple[T, U], L, B]: ...
     @overload
     def zip(self: Singleton[T, L, B], other: OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]: ...
-    def zip(self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]) -> Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]:
+    def zip(
+        self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]
+    ) -> Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]:
         """Pair with another value at the same location."""
         return self._zip(other)  # type: ignore[no-any-return]
 
@@ -126,7 +144,9 @@ class Singleton(_Scalar, Generic[T, L, B]):
         """Some version of the value (never older than the previous tick's) enters the tick."""
         return self._snapshot(tick, None, nondet, "snapshot()")  # type: ignore[no-any-return]
 
-    def snapshot_aligned(self: Singleton[T, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> Singleton[T, Tick[P], Bounded]:
+    def snapshot_aligned(
+        self: Singleton[T, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
+    ) -> Singleton[T, Tick[P], Bounded]:
         """Like snapshot, consistent with every other use of the align point."""
         return self._snapshot(tick, align, nondet, "snapshot_aligned()")  # type: ignore[no-any-return]
 
@@ -170,14 +190,24 @@ class OptionalSingleton(_Scalar, Generic[T, L, B]):
         return self._derive(OptionalSingleton, n.Inspect, self._meta, input=self._node, f=f)
 
     @overload
-    def zip(self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
+    def zip(
+        self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]
+    ) -> OptionalSingleton[tuple[T, U], L, Bounded]: ...
     @overload
-    def zip(self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Unbounded] | OptionalSingleton[U, L, Unbounded]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    def zip(
+        self: OptionalSingleton[T, L, Bounded], other: Singleton[U, L, Unbounded] | OptionalSingleton[U, L, Unbounded]
+    ) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
     @overload
-    def zip(self: OptionalSingleton[T, L, Unbounded], other: Singleton[U, L, B2] | OptionalSingleton[U, L, B2]) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
+    def zip(
+        self: OptionalSingleton[T, L, Unbounded], other: Singleton[U, L, B2] | OptionalSingleton[U, L, B2]
+    ) -> OptionalSingleton[tuple[T, U], L, Unbounded]: ...
     @overload
-    def zip(self: OptionalSingleton[T, L, B], other: Singleton[U, L, B] | OptionalSingleton[U, L, B]) -> OptionalSingleton[tuple[T, U], L, B]: ...
-    def zip(self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]) -> OptionalSingleton[Any, Any, Any]:
+    def zip(
+        self: OptionalSingleton[T, L, B], other: Singleton[U, L, B] | OptionalSingleton[U, L, B]
+    ) -> OptionalSingleton[tuple[T, U], L, B]: ...
+    def zip(
+        self, other: Singleton[Any, Any, Any] | OptionalSingleton[Any, Any, Any]
+    ) -> OptionalSingleton[Any, Any, Any]:
         """Pair with another value; empty when either side is (Bounded only if both are)."""
         return self._zip(other)  # type: ignore[no-any-return]
 
@@ -195,11 +225,15 @@ class OptionalSingleton(_Scalar, Generic[T, L, B]):
         """This tick's value as a stream of zero or one element."""
         return self._into_stream()  # type: ignore[no-any-return]
 
-    def snapshot(self: OptionalSingleton[T, P, B], tick: Tick[P], nondet: NonDet) -> OptionalSingleton[T, Tick[P], Bounded]:
+    def snapshot(
+        self: OptionalSingleton[T, P, B], tick: Tick[P], nondet: NonDet
+    ) -> OptionalSingleton[T, Tick[P], Bounded]:
         """Some version of the value enters the tick."""
         return self._snapshot(tick, None, nondet, "snapshot()")  # type: ignore[no-any-return]
 
-    def snapshot_aligned(self: OptionalSingleton[T, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> OptionalSingleton[T, Tick[P], Bounded]:
+    def snapshot_aligned(
+        self: OptionalSingleton[T, P, B], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
+    ) -> OptionalSingleton[T, Tick[P], Bounded]:
         """Like snapshot, consistent with every other use of the align point."""
         return self._snapshot(tick, align, nondet, "snapshot_aligned()")  # type: ignore[no-any-return]
 

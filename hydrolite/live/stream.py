@@ -99,14 +99,18 @@ class Stream(Live, Generic[T_co, L, B, O]):
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init) if acc_type is None else acc_type)
         return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=True, name=name)
 
-    def reduce(self: Stream[T_co, L, B, TotalOrder], f: Callable[[T_co, T_co], T_co], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
+    def reduce(
+        self: Stream[T_co, L, B, TotalOrder], f: Callable[[T_co, T_co], T_co], *, name: str | None = None
+    ) -> OptionalSingleton[T_co, L, B]:
         """Combine elements in order; empty while no element arrived."""
         self._need_ordered("reduce()", rules.FIX_REDUCE)
         self._need_fn(f, "reduce()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=False, name=name)
 
-    def reduce_commutative(self, f: Callable[[T_co, T_co], T_co], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
+    def reduce_commutative(
+        self, f: Callable[[T_co, T_co], T_co], *, name: str | None = None
+    ) -> OptionalSingleton[T_co, L, B]:
         """Like reduce, declaring that f is commutative and associative."""
         self._need_fn(f, "reduce_commutative()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
@@ -129,7 +133,9 @@ class Stream(Live, Generic[T_co, L, B, O]):
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Last, meta, input=self._node, name=name)
 
-    def enumerate(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> Stream[tuple[int, T_co], L, B, TotalOrder]:
+    def enumerate(
+        self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None
+    ) -> Stream[tuple[int, T_co], L, B, TotalOrder]:
         """Pair each element with its position (0, 1, ...)."""
         self._need_ordered("enumerate()", rules.FIX_SORT_FIRST)
         return self._derive(Stream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
@@ -143,14 +149,21 @@ class Stream(Live, Generic[T_co, L, B, O]):
     @overload
     def sort(self: Stream[CT, L, Bounded, O], key: None = None) -> Stream[CT, L, Bounded, TotalOrder]: ...
     @overload
-    def sort(self: Stream[E, L, Bounded, O], key: Callable[[E], SupportsRichComparison]) -> Stream[E, L, Bounded, TotalOrder]: ...
+    def sort(
+        self: Stream[E, L, Bounded, O], key: Callable[[E], SupportsRichComparison]
+    ) -> Stream[E, L, Bounded, TotalOrder]: ...
     def sort(self, key: Callable[[Any], SupportsRichComparison] | None = None) -> Stream[Any, Any, Bounded, TotalOrder]:
         """Sort a bounded stream (by key when given)."""
         self._need_bounded("sort()", rules.FIX_SORT_BATCH)
         if key is not None:
             self._need_fn(key, "sort()")
         elif not _comparable(self._meta.elem):
-            raise BuildError("sort()", required=rules.COMPARABLE, found=f"elements of type {type_name(self._meta.elem)}: {self._found()}", fix=rules.FIX_COMPARABLE)
+            raise BuildError(
+                "sort()",
+                required=rules.COMPARABLE,
+                found=f"elements of type {type_name(self._meta.elem)}: {self._found()}",
+                fix=rules.FIX_COMPARABLE,
+            )
         return self._derive(Stream, n.Sort, self._meta.but(ordered=True), input=self._node, key=key)
 
     # ------------------------------------------------------------- combining
@@ -161,18 +174,28 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self, other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]
     ) -> Stream[tuple[T_co, U], L, B, O]:
         """Pair every element with the singleton's value (nothing while an optional is empty)."""
-        o = self._need_same_loc(other, "cross_singleton()", (Kind.SINGLETON, Kind.OPTIONAL), "a Singleton or OptionalSingleton")
+        o = self._need_same_loc(
+            other, "cross_singleton()", (Kind.SINGLETON, Kind.OPTIONAL), "a Singleton or OptionalSingleton"
+        )
         o._need_bounded("cross_singleton()", rules.FIX_SNAPSHOT_SINGLETON)
         return self._derive(Stream, n.CrossSingleton, self._meta.but(elem=None), left=self._node, right=o._node)
 
     @overload
-    def cross_product(self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Bounded, O2]) -> Stream[tuple[T_co, U], L, Bounded, NoOrder]: ...
+    def cross_product(
+        self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Bounded, O2]
+    ) -> Stream[tuple[T_co, U], L, Bounded, NoOrder]: ...
     @overload
-    def cross_product(self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Unbounded, O2]) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
+    def cross_product(
+        self: Stream[T_co, L, Bounded, O], other: Stream[U, L, Unbounded, O2]
+    ) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
     @overload
-    def cross_product(self: Stream[T_co, L, Unbounded, O], other: Stream[U, L, B2, O2]) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
+    def cross_product(
+        self: Stream[T_co, L, Unbounded, O], other: Stream[U, L, B2, O2]
+    ) -> Stream[tuple[T_co, U], L, Unbounded, NoOrder]: ...
     @overload
-    def cross_product(self: Stream[T_co, L, B, O], other: Stream[U, L, B, O2]) -> Stream[tuple[T_co, U], L, B, NoOrder]: ...
+    def cross_product(
+        self: Stream[T_co, L, B, O], other: Stream[U, L, B, O2]
+    ) -> Stream[tuple[T_co, U], L, B, NoOrder]: ...
     def cross_product(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
         """Every pair (x, y) of elements of the two streams."""
         o = self._need_same_loc(other, "cross_product()", _S, "a Stream")
@@ -180,13 +203,21 @@ class Stream(Live, Generic[T_co, L, B, O]):
         return self._derive(Stream, n.CrossProduct, meta, left=self._node, right=o._node)
 
     @overload
-    def join(self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Bounded, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Bounded, NoOrder]: ...
+    def join(
+        self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Bounded, O2]
+    ) -> Stream[tuple[K, tuple[V, V2]], L, Bounded, NoOrder]: ...
     @overload
-    def join(self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Unbounded, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
+    def join(
+        self: Stream[tuple[K, V], L, Bounded, O], other: Stream[tuple[K, V2], L, Unbounded, O2]
+    ) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
     @overload
-    def join(self: Stream[tuple[K, V], L, Unbounded, O], other: Stream[tuple[K, V2], L, B2, O2]) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
+    def join(
+        self: Stream[tuple[K, V], L, Unbounded, O], other: Stream[tuple[K, V2], L, B2, O2]
+    ) -> Stream[tuple[K, tuple[V, V2]], L, Unbounded, NoOrder]: ...
     @overload
-    def join(self: Stream[tuple[K, V], L, B, O], other: Stream[tuple[K, V2], L, B, O2]) -> Stream[tuple[K, tuple[V, V2]], L, B, NoOrder]: ...
+    def join(
+        self: Stream[tuple[K, V], L, B, O], other: Stream[tuple[K, V2], L, B, O2]
+    ) -> Stream[tuple[K, tuple[V, V2]], L, B, NoOrder]: ...
     def join(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
         """Pairs (k, (v1, v2)) for matching keys of two streams of (k, v) tuples."""
         o = self._need_same_loc(other, "join()", _S, "a Stream of (key, value) tuples")
@@ -200,11 +231,17 @@ class Stream(Live, Generic[T_co, L, B, O]):
         return self._derive(Stream, n.AntiJoin, self._meta, left=self._node, right=o._node)
 
     @overload
-    def chain(self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, TotalOrder]) -> Stream[T_co, L, Bounded, TotalOrder]: ...
+    def chain(
+        self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, TotalOrder]
+    ) -> Stream[T_co, L, Bounded, TotalOrder]: ...
     @overload
-    def chain(self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, NoOrder]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    def chain(
+        self: Stream[T_co, L, Bounded, TotalOrder], other: Stream[T_co, L, Bounded, NoOrder]
+    ) -> Stream[T_co, L, Bounded, NoOrder]: ...
     @overload
-    def chain(self: Stream[T_co, L, Bounded, NoOrder], other: Stream[T_co, L, Bounded, O2]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    def chain(
+        self: Stream[T_co, L, Bounded, NoOrder], other: Stream[T_co, L, Bounded, O2]
+    ) -> Stream[T_co, L, Bounded, NoOrder]: ...
     @overload
     def chain(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O]) -> Stream[T_co, L, Bounded, O]: ...
     def chain(self, other: Stream[Any, Any, Bounded, Any]) -> Stream[Any, Any, Bounded, Any]:
@@ -216,11 +253,17 @@ class Stream(Live, Generic[T_co, L, B, O]):
         return self._derive(Stream, n.Chain, meta, left=self._node, right=o._node)
 
     @overload
-    def merge_unordered(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O2]) -> Stream[T_co, L, Bounded, NoOrder]: ...
+    def merge_unordered(
+        self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O2]
+    ) -> Stream[T_co, L, Bounded, NoOrder]: ...
     @overload
-    def merge_unordered(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Unbounded, O2]) -> Stream[T_co, L, Unbounded, NoOrder]: ...
+    def merge_unordered(
+        self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Unbounded, O2]
+    ) -> Stream[T_co, L, Unbounded, NoOrder]: ...
     @overload
-    def merge_unordered(self: Stream[T_co, L, Unbounded, O], other: Stream[T_co, L, B2, O2]) -> Stream[T_co, L, Unbounded, NoOrder]: ...
+    def merge_unordered(
+        self: Stream[T_co, L, Unbounded, O], other: Stream[T_co, L, B2, O2]
+    ) -> Stream[T_co, L, Unbounded, NoOrder]: ...
     @overload
     def merge_unordered(self: Stream[T_co, L, B, O], other: Stream[T_co, L, B, O2]) -> Stream[T_co, L, B, NoOrder]: ...
     def merge_unordered(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
@@ -256,7 +299,9 @@ class Stream(Live, Generic[T_co, L, B, O]):
         meta = self._meta.but(loc=tid, bounded=True)
         return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd)
 
-    def batch_aligned(self: Stream[T_co, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet) -> Stream[T_co, Tick[P], Bounded, O]:
+    def batch_aligned(
+        self: Stream[T_co, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
+    ) -> Stream[T_co, Tick[P], Bounded, O]:
         """Like batch, consistent with every other use of the align point (see docs/design.md §2)."""
         tid = self._need_tick_of(tick, "batch_aligned()")
         ap = self._need_align_of(align, "batch_aligned()")
@@ -268,7 +313,13 @@ class Stream(Live, Generic[T_co, L, B, O]):
         """The batches of every tick, concatenated into a top-level stream."""
         self._need_tick("all_ticks()")
         tick: Any = self._loc
-        return self._derive(Stream, n.AllTicks, self._meta.but(loc=self._meta.loc.outer, bounded=False), loc=tick.outer, input=self._node)  # type: ignore[union-attr]
+        return self._derive(
+            Stream,
+            n.AllTicks,
+            self._meta.but(loc=self._meta.loc.outer, bounded=False),  # type: ignore[union-attr]
+            loc=tick.outer,
+            input=self._node,
+        )
 
     def defer_tick(self: Stream[T_co, Tick[P], Bounded, O]) -> Stream[T_co, Tick[P], Bounded, O]:
         """The batch this stream had in the previous tick (empty in the first)."""
@@ -290,26 +341,38 @@ class Stream(Live, Generic[T_co, L, B, O]):
 
     # ------------------------------------------------------------- network
     @overload
-    def send(self: Stream[T_co, Process[Tag], B, O], dest: Process[Tag2]) -> Stream[T_co, Process[Tag2], Unbounded, O]: ...
+    def send(
+        self: Stream[T_co, Process[Tag], B, O], dest: Process[Tag2]
+    ) -> Stream[T_co, Process[Tag2], Unbounded, O]: ...
     @overload
-    def send(self: Stream[T_co, Cluster[Tag], B, O], dest: Process[Tag2]) -> KeyedStream[MemberId[Tag], T_co, Process[Tag2], Unbounded, O]: ...
+    def send(
+        self: Stream[T_co, Cluster[Tag], B, O], dest: Process[Tag2]
+    ) -> KeyedStream[MemberId[Tag], T_co, Process[Tag2], Unbounded, O]: ...
     def send(self, dest: Process[Any]) -> Any:
         """Send to a process; from a cluster, the result is keyed by the sending member."""
         return self._send(dest, n.SendMode.DIRECT, "send()", Process)
 
     @overload
-    def broadcast(self: Stream[T_co, Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[T_co, Cluster[Tag2], Unbounded, O]: ...
+    def broadcast(
+        self: Stream[T_co, Process[Tag], B, O], dest: Cluster[Tag2]
+    ) -> Stream[T_co, Cluster[Tag2], Unbounded, O]: ...
     @overload
-    def broadcast(self: Stream[T_co, Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], T_co, Cluster[Tag2], Unbounded, O]: ...
+    def broadcast(
+        self: Stream[T_co, Cluster[Tag], B, O], dest: Cluster[Tag2]
+    ) -> KeyedStream[MemberId[Tag], T_co, Cluster[Tag2], Unbounded, O]: ...
     def broadcast(self, dest: Cluster[Any]) -> Any:
         """Send every element to every member of a cluster."""
         return self._send(dest, n.SendMode.BROADCAST, "broadcast()", Cluster)
 
     # The payload is U, not T_co: T_co is the class's own parameter, already bound to the pair type.
     @overload
-    def demux(self: Stream[tuple[MemberId[Tag2], U], Process[Tag], B, O], dest: Cluster[Tag2]) -> Stream[U, Cluster[Tag2], Unbounded, O]: ...
+    def demux(
+        self: Stream[tuple[MemberId[Tag2], U], Process[Tag], B, O], dest: Cluster[Tag2]
+    ) -> Stream[U, Cluster[Tag2], Unbounded, O]: ...
     @overload
-    def demux(self: Stream[tuple[MemberId[Tag2], U], Cluster[Tag], B, O], dest: Cluster[Tag2]) -> KeyedStream[MemberId[Tag], U, Cluster[Tag2], Unbounded, O]: ...
+    def demux(
+        self: Stream[tuple[MemberId[Tag2], U], Cluster[Tag], B, O], dest: Cluster[Tag2]
+    ) -> KeyedStream[MemberId[Tag], U, Cluster[Tag2], Unbounded, O]: ...
     def demux(self, dest: Cluster[Any]) -> Any:
         """Send each (member_id, x) element's x to that member only."""
         return self._send(dest, n.SendMode.DEMUX, "demux()", Cluster)
@@ -321,7 +384,12 @@ class Stream(Live, Generic[T_co, L, B, O]):
             raise BuildError(op, required=rules.destination(dest_cls.__name__), found=found, fix=rules.FIX_DESTINATION)
         self._need_same_flow(dest, op)
         if dest.id == self._meta.loc:
-            raise BuildError(op, required="a different location to send to", found=f"{dest.id}, the stream's own location", fix="drop the send: the data is already there")
+            raise BuildError(
+                op,
+                required="a different location to send to",
+                found=f"{dest.id}, the stream's own location",
+                fix="drop the send: the data is already there",
+            )
         meta = self._meta.but(loc=dest.id, bounded=False, elem=None if mode is n.SendMode.DEMUX else self._meta.elem)
         if isinstance(self._meta.loc, ClusterId):  # many senders: keyed by member, ordered per member
             meta = meta.but(kind=Kind.KEYED_STREAM, key=MemberId)

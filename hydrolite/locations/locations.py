@@ -76,7 +76,9 @@ class TopLevel(Location):
         self._flow._register_source(node)
         return Stream(node, self)
 
-    def keyed_source(self: P, name: str, key: TypeForm[K], value: TypeForm[V]) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
+    def keyed_source(
+        self: P, name: str, key: TypeForm[K], value: TypeForm[V]
+    ) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
         """A named input port of (key, value) pairs, seen as a keyed stream."""
         from ..live.keyed_stream import KeyedStream
 
@@ -140,10 +142,15 @@ class Tick(Location, Generic[P]):
             self._top_only("source_iter()", "use tick.singleton(value), or source_iter on tick.outer and batch() it")
 
         def local_align_point(self) -> NoReturn:
-            self._top_only("local_align_point()", "create the point on tick.outer; ticks join it via batch_aligned/snapshot_aligned")
+            self._top_only(
+                "local_align_point()",
+                "create the point on tick.outer; ticks join it via batch_aligned/snapshot_aligned",
+            )
 
         def _top_only(self, op: str, fix: str) -> NoReturn:
-            raise BuildError(op, required="a Process or Cluster (a top-level location)", found=f"a tick ({self.id})", fix=fix)
+            raise BuildError(
+                op, required="a Process or Cluster (a top-level location)", found=f"a tick ({self.id})", fix=fix
+            )
 
     def singleton(self, value: T) -> Singleton[T, Tick[P], Bounded]:
         """A constant singleton holding `value` in every tick."""
@@ -153,9 +160,13 @@ class Tick(Location, Generic[P]):
         return Singleton(n.TickConstant(meta=meta, site=capture_site(), value=value), self)
 
     @overload
-    def stream_cycle(self, ty: TypeForm[T]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, TotalOrder]], Stream[T, Tick[P], Bounded, TotalOrder]]: ...
+    def stream_cycle(
+        self, ty: TypeForm[T]
+    ) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, TotalOrder]], Stream[T, Tick[P], Bounded, TotalOrder]]: ...
     @overload
-    def stream_cycle(self, ty: TypeForm[T], ordering: type[O]) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, O]], Stream[T, Tick[P], Bounded, O]]: ...
+    def stream_cycle(
+        self, ty: TypeForm[T], ordering: type[O]
+    ) -> tuple[TickCycle[Stream[T, Tick[P], Bounded, O]], Stream[T, Tick[P], Bounded, O]]: ...
     def stream_cycle(self, ty: TypeForm[T], ordering: type[Ordering] | None = None) -> tuple[Any, Any]:
         """A stream that holds, in each tick, what the handle is completed with in the previous one.
 
@@ -166,17 +177,27 @@ class Tick(Location, Generic[P]):
         from ..live.stream import Stream
         from .markers import NoOrder as _NoOrder
 
-        meta = Meta(Kind.STREAM, self.id, bounded=True, ordered=not (isinstance(ordering, type) and issubclass(ordering, _NoOrder)), elem=ty)
+        meta = Meta(
+            Kind.STREAM,
+            self.id,
+            bounded=True,
+            ordered=not (isinstance(ordering, type) and issubclass(ordering, _NoOrder)),
+            elem=ty,
+        )
         return self._cycle(Stream, meta, n.CycleSource)
 
-    def singleton_cycle(self, initial: T) -> tuple[TickCycle[Singleton[T, Tick[P], Bounded]], Singleton[T, Tick[P], Bounded]]:
+    def singleton_cycle(
+        self, initial: T
+    ) -> tuple[TickCycle[Singleton[T, Tick[P], Bounded]], Singleton[T, Tick[P], Bounded]]:
         """A singleton carrying state to the next tick; `initial` in the first tick."""
         from ..live.singleton import Singleton
 
         meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(initial))
         return self._cycle(Singleton, meta, n.CycleSource, initial=initial)
 
-    def optional_cycle(self, ty: TypeForm[T]) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
+    def optional_cycle(
+        self, ty: TypeForm[T]
+    ) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
         """An optional singleton carried to the next tick (empty in the first tick)."""
         from ..live.singleton import OptionalSingleton
 

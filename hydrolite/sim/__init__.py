@@ -108,12 +108,21 @@ def exhaustive(
     model = {"interleavings": interleavings, "per_key_snapshots": per_key_snapshots}
 
     def decorate(fn: Callable[[Simulator], object]) -> TestFn:
-        return _as_test(fn, lambda s, f: s.exhaustive(f, max_executions=max_executions, crashes=crashes), flow, cluster_sizes, model)
+        return _as_test(
+            fn, lambda s, f: s.exhaustive(f, max_executions=max_executions, crashes=crashes), flow, cluster_sizes, model
+        )
 
     return decorate
 
 
-def replay(flow: FlowSource, scenario: Callable[..., object], choices: str | list[int], *, cluster_sizes: Mapping[str, int] | None = None, **options: Any) -> str:
+def replay(
+    flow: FlowSource,
+    scenario: Callable[..., object],
+    choices: str | list[int],
+    *,
+    cluster_sizes: Mapping[str, int] | None = None,
+    **options: Any,
+) -> str:
     """Run exactly one recorded execution (the string a failure report prints) and return
     its trace; raises `SimulationFailure` when it fails. Same as
     `Simulator(flow, cluster_sizes=...).replay(scenario, choices)`."""

@@ -46,7 +46,9 @@ class PrefixChooser(Chooser):
         v = self.prefix[pos] if pos < len(self.prefix) else 0
         if v >= n:
             if self.strict:
-                raise ReplayDiverged(f"choice #{pos + 1} of the replayed sequence is {v}, but only {n} options exist here")
+                raise ReplayDiverged(
+                    f"choice #{pos + 1} of the replayed sequence is {v}, but only {n} options exist here"
+                )
             v = n - 1
         self.choices.append(v)
         self.branching.append(n)

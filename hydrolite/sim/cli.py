@@ -32,18 +32,54 @@ from .explore import Simulator
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register the `sim` subcommand on `build_parser()`'s subparsers."""
-    p: argparse.ArgumentParser = sub.add_parser("sim", help="explore, fuzz or replay a simulator scenario (no Spark needed)")
-    p.add_argument("target", metavar="PROGRAM:SCENARIO", help="a .py file or module, and the scenario (or @sim.exhaustive test) in it")
-    p.add_argument("--program", metavar="FILE[:FUNC]", help="the program's flow builder when the scenario is a plain function (default: build() beside it)")
-    p.add_argument("--replay", metavar="v1:...", help="run exactly this recorded execution (from a failure report) and print its trace")
-    p.add_argument("--fuzz", type=int, metavar="N", help="run N seeded random executions instead of exploring every one")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "sim", help="explore, fuzz or replay a simulator scenario (no Spark needed)"
+    )
+    p.add_argument(
+        "target",
+        metavar="PROGRAM:SCENARIO",
+        help="a .py file or module, and the scenario (or @sim.exhaustive test) in it",
+    )
+    p.add_argument(
+        "--program",
+        metavar="FILE[:FUNC]",
+        help="the program's flow builder when the scenario is a plain function (default: build() beside it)",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="v1:...",
+        help="run exactly this recorded execution (from a failure report) and print its trace",
+    )
+    p.add_argument(
+        "--fuzz", type=int, metavar="N", help="run N seeded random executions instead of exploring every one"
+    )
     p.add_argument("--seed", type=int, default=0, help="the fuzzing seed (default 0)")
-    p.add_argument("--cluster-size", action="append", default=[], metavar="TAG=N", help="members of a cluster (repeatable; default 2)")
+    p.add_argument(
+        "--cluster-size",
+        action="append",
+        default=[],
+        metavar="TAG=N",
+        help="members of a cluster (repeatable; default 2)",
+    )
     p.add_argument("--max-executions", type=int, default=200_000, help="exhaustive mode's budget (default 200000)")
     p.add_argument("--no-reduce", action="store_true", help="explore every interleaving (no partial-order reduction)")
-    p.add_argument("--interleavings", action="store_true", help="per-edge interleavings into two-input top-level operators (more executions)")
-    p.add_argument("--per-key-snapshots", action="store_true", help="keyed-singleton snapshots see each key at its own version (more executions)")
-    p.add_argument("--crashes", type=int, default=0, metavar="N", help="let up to N tick runs per execution crash and be replayed (default 0)")
+    p.add_argument(
+        "--interleavings",
+        action="store_true",
+        help="per-edge interleavings into two-input top-level operators (more executions)",
+    )
+    p.add_argument(
+        "--per-key-snapshots",
+        action="store_true",
+        help="keyed-singleton snapshots see each key at its own version (more executions)",
+    )
+    p.add_argument(
+        "--crashes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="let up to N tick runs per execution crash and be replayed (default 0)",
+    )
     p.set_defaults(fn=run)
     return p
 
@@ -87,7 +123,9 @@ def _split(target: str) -> tuple[str, str | None]:
     return head, tail
 
 
-def resolve(target: str, program: str | None) -> tuple[Flow | Callable[[], Flow], Callable[..., object], dict[str, int], dict[str, bool]]:
+def resolve(
+    target: str, program: str | None
+) -> tuple[Flow | Callable[[], Flow], Callable[..., object], dict[str, int], dict[str, bool]]:
     """(flow source, scenario, cluster sizes, model options) named by the command line."""
     spec, name = _split(target)
     if name is None:
@@ -137,8 +175,14 @@ def run(args: argparse.Namespace) -> int:
             n = sim.fuzz(scenario, iterations=args.fuzz, seed=args.seed, crashes=args.crashes)
             print(f"hydrolite sim: {n} random executions passed (seed {args.seed})")
         else:
-            n = sim.exhaustive(scenario, max_executions=args.max_executions, reduce=not args.no_reduce, crashes=args.crashes)
-            what = f"every schedule and crash point (up to {args.crashes} per execution)" if args.crashes else "every schedule"
+            n = sim.exhaustive(
+                scenario, max_executions=args.max_executions, reduce=not args.no_reduce, crashes=args.crashes
+            )
+            what = (
+                f"every schedule and crash point (up to {args.crashes} per execution)"
+                if args.crashes
+                else "every schedule"
+            )
             print(f"hydrolite sim: {what} passed: {n} executions explored, {sim.pruned} pruned as repeats")
     except SimulationFailure as failure:
         print(failure.report)

@@ -384,7 +384,9 @@ class CrashWorld(World):
             detail = f"after every output ({', '.join(_output(g) for g in groups)}), before the commit"
             nodes = (groups[-1].op.node,)
         else:
-            detail = "nothing written yet" if point.name == "before_state" else "its state version written, no output yet"
+            detail = (
+                "nothing written yet" if point.name == "before_state" else "its state version written, no output yet"
+            )
             nodes = info.entries[:1]
         text = f"{point.name} of run #{k} of {tp.label} on {where} ({detail})"
         self.crash_log.append(text + _sites(nodes))
@@ -421,7 +423,9 @@ def sink_outputs(prog: Program, w: World) -> dict[tuple[str, int | None], list[A
     return out
 
 
-def first_difference(crashed: dict[tuple[str, int | None], list[Any]], plain: dict[tuple[str, int | None], list[Any]]) -> tuple[str, str] | None:
+def first_difference(
+    crashed: dict[tuple[str, int | None], list[Any]], plain: dict[tuple[str, int | None], list[Any]]
+) -> tuple[str, str] | None:
     """(port, description) of the first sink whose outputs differ, or None."""
     for (port, member), got in crashed.items():
         want = plain.get((port, member), [])

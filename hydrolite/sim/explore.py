@@ -109,7 +109,9 @@ class Simulator:
     def world(self) -> World:
         """The execution currently running (senders and receivers act on it)."""
         if self._world is None:
-            raise SimUsageError("no execution is running: send and receive inside the scenario passed to exhaustive()/fuzz()/replay()")
+            raise SimUsageError(
+                "no execution is running: send and receive inside the scenario passed to exhaustive()/fuzz()/replay()"
+            )
         return self._world
 
     @property
@@ -125,7 +127,9 @@ class Simulator:
                 raise SimUsageError(f"port {port!r} is on {top}, a process: do not pass member=")
             return places[0]
         if member is None or not 0 <= member < len(places):
-            raise SimUsageError(f"port {port!r} is on {top} with {len(places)} members: pass member=0..{len(places) - 1}")
+            raise SimUsageError(
+                f"port {port!r} is on {top} with {len(places)} members: pass member=0..{len(places) - 1}"
+            )
         return places[member]
 
     @overload
@@ -164,10 +168,16 @@ class Simulator:
             params = inspect.signature(scenario).parameters
         except (TypeError, ValueError):
             params = {}  # type: ignore[assignment]
-        required = [p for p in params.values() if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        required = [
+            p
+            for p in params.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         return (lambda: scenario(self)) if required else scenario
 
-    def _run(self, call: Callable[[], object], chooser: Chooser, trace: bool = False, bound: tuple[int, int] | None = None) -> World:
+    def _run(
+        self, call: Callable[[], object], chooser: Chooser, trace: bool = False, bound: tuple[int, int] | None = None
+    ) -> World:
         """One execution driven by `chooser`; the scenario's exceptions propagate. With
         `bound` = (runs, choices) (shrinking), an execution sure to end with more tick runs,
         or as many and more choices, is abandoned (`Pruned`)."""
@@ -183,7 +193,14 @@ class Simulator:
         w: World
         if self._crashes:
             w = self._world = CrashWorld(
-                self.program, choose, trace, self.max_steps, self._por, self.fairness, crashes=self._crashes, recovery=self.recovery
+                self.program,
+                choose,
+                trace,
+                self.max_steps,
+                self._por,
+                self.fairness,
+                crashes=self._crashes,
+                recovery=self.recovery,
             )
         else:
             w = self._world = World(self.program, choose, trace, self.max_steps, self._por, self.fairness)
@@ -257,7 +274,9 @@ class Simulator:
 
         return attempt
 
-    def _fail(self, call: Callable[[], object], error: BaseException, choices: list[int], headline: str, shrunk: bool = True) -> SimulationFailure:
+    def _fail(
+        self, call: Callable[[], object], error: BaseException, choices: list[int], headline: str, shrunk: bool = True
+    ) -> SimulationFailure:
         """Shrink, replay with tracing, and build the failure to raise.
 
         `choices` are plain (unreduced) choices, except for a determinism violation found
@@ -275,7 +294,9 @@ class Simulator:
                 choices = result.choices
                 runs = f"{result.runs} tick run{'s' if result.runs != 1 else ''}"
                 if result.proven:
-                    notes.append(f"(shrunk to a minimal execution: {runs}, {len(choices)} choices; from {len(original)} choices)")
+                    notes.append(
+                        f"(shrunk to a minimal execution: {runs}, {len(choices)} choices; from {len(original)} choices)"
+                    )
                 else:
                     notes.append(f"(shrunk from {len(original)} to {len(choices)} choices, {runs}; not proven minimal)")
         final, reproduced = error, not expect_error
@@ -291,7 +312,9 @@ class Simulator:
         reduced = self._por and (self._world is None or self._world.filtered)  # else plain choices mean the same
         encoded = encode_choices(choices, reduced, self._crashes)
         if not reproduced:
-            notes.append("(replaying these choices did not fail again: a user function or the scenario is not deterministic)")
+            notes.append(
+                "(replaying these choices did not fail again: a user function or the scenario is not deterministic)"
+            )
         hint = replay_line(encoded, self._flow_source, self._scenario, self._cluster_sizes, self.model)
         report = failure_report(headline, final, trace, choices, encoded, notes, hint)
         return SimulationFailure(report, choices=choices, replay=encoded, executions=self.executions, cause=final)
@@ -329,13 +352,17 @@ class Simulator:
         if isinstance(crashes, bool):
             crashes = int(crashes)
         if not isinstance(crashes, int) or crashes < 0:
-            raise SimUsageError(f"crashes must be True/False or a number of crashes per execution >= 0, got {crashes!r}")
+            raise SimUsageError(
+                f"crashes must be True/False or a number of crashes per execution >= 0, got {crashes!r}"
+            )
         self._crashes, self._por = crashes, reduce
         self._seen.clear()
         self._baseline.clear()
         self.baseline_runs = 0
 
-    def exhaustive(self, scenario: Scenario, *, max_executions: int = 200_000, reduce: bool = True, crashes: bool | int = False) -> int:
+    def exhaustive(
+        self, scenario: Scenario, *, max_executions: int = 200_000, reduce: bool = True, crashes: bool | int = False
+    ) -> int:
         """Run `scenario` once per choice sequence; return how many executions were explored.
 
         With `reduce` (partial-order reduction, see `world.py`), interleavings that only
@@ -366,14 +393,28 @@ class Simulator:
                 raise
             except BaseException as e:
                 self.executions += 1
-                raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: exhaustive exploration, execution #{self.executions}") from e
+                raise self._fail(
+                    call,
+                    e,
+                    ch.choices,
+                    f"hydrolite simulation failed: exhaustive exploration, execution #{self.executions}",
+                ) from e
             if self.executions + self.pruned >= max_executions:
-                raise ExplorationLimit(f"exhaustive exploration stopped after {max_executions} executions; use fuzz() or smaller inputs")
+                raise ExplorationLimit(
+                    f"exhaustive exploration stopped after {max_executions} executions; use fuzz() or smaller inputs"
+                )
             prefix = next_prefix(ch.choices, ch.branching)
         return self.executions
 
     def fuzz(
-        self, scenario: Scenario, *, iterations: int = 5_000, seed: int | None = 0, engine: str = "random", database: Any = "default", crashes: bool | int = False
+        self,
+        scenario: Scenario,
+        *,
+        iterations: int = 5_000,
+        seed: int | None = 0,
+        engine: str = "random",
+        database: Any = "default",
+        crashes: bool | int = False,
     ) -> int:
         """Run `scenario` on `iterations` random executions (seeded); return how many ran.
 
@@ -402,10 +443,17 @@ class Simulator:
             except _PASSTHROUGH:
                 raise
             except BaseException as e:
-                raise self._fail(call, e, ch.choices, f"hydrolite simulation failed: fuzzing (seed {seed}), execution #{self.executions}") from e
+                raise self._fail(
+                    call,
+                    e,
+                    ch.choices,
+                    f"hydrolite simulation failed: fuzzing (seed {seed}), execution #{self.executions}",
+                ) from e
         return self.executions
 
-    def _hypothesis(self, call: Callable[[], object], iterations: int, seed: int | None, database: Any, key: str) -> int:
+    def _hypothesis(
+        self, call: Callable[[], object], iterations: int, seed: int | None, database: Any, key: str
+    ) -> int:
         from hypothesis import HealthCheck, given, settings
         from hypothesis import seed as hseed
         from hypothesis import strategies as st
@@ -421,7 +469,9 @@ class Simulator:
             self._check_determinism(w, ch.choices)
 
         options: dict[str, Any] = {} if database == "default" else {"database": database}
-        test = settings(max_examples=iterations, deadline=None, suppress_health_check=list(HealthCheck), **options)(given(st.data())(prop))
+        test = settings(max_examples=iterations, deadline=None, suppress_health_check=list(HealthCheck), **options)(
+            given(st.data())(prop)
+        )
         test.__dict__["_hypothesis_internal_database_key"] = hashlib.sha256(key.encode()).digest()
         if seed is not None:
             test = hseed(seed)(test)
@@ -431,10 +481,18 @@ class Simulator:
             raise
         except BaseException as e:
             choices = last[0].choices if last else []
-            raise self._fail(call, e, choices, "hydrolite simulation failed: fuzzing with Hypothesis (shrunk by Hypothesis)", shrunk=False) from e
+            raise self._fail(
+                call,
+                e,
+                choices,
+                "hydrolite simulation failed: fuzzing with Hypothesis (shrunk by Hypothesis)",
+                shrunk=False,
+            ) from e
         return self.executions
 
-    def run_once(self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False, crashes: bool | int = False) -> World:
+    def run_once(
+        self, scenario: Scenario, chooser: Chooser | None = None, *, trace: bool = False, crashes: bool | int = False
+    ) -> World:
         """Run one execution (first options by default, or `chooser`'s); errors propagate as is."""
         self._mode(crashes, False)
         return self._run(self._caller(scenario), chooser or PrefixChooser([]), trace)
@@ -450,7 +508,9 @@ class Simulator:
             w = self._run(call, ch, trace=True)
         except (ReplayDiverged, Pruned) as e:
             why = str(e) or "the sequence ends in a pruned (repeated) execution"
-            raise SimUsageError(f"cannot replay {encode_choices(seq, self._por, self._crashes)}: {why}; the program or the scenario changed since it was recorded") from e
+            raise SimUsageError(
+                f"cannot replay {encode_choices(seq, self._por, self._crashes)}: {why}; the program or the scenario changed since it was recorded"
+            ) from e
         except _PASSTHROUGH:
             raise
         except BaseException as e:

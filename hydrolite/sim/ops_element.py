@@ -80,7 +80,13 @@ class _Elementwise(Op):
         """Kind of the input -> the kernel computing the output."""
         values, keyed = self.KERNELS
         one = _on_singleton(values)
-        return {Kind.STREAM: values, Kind.KEYED_STREAM: keyed, Kind.SINGLETON: one, Kind.OPTIONAL: one, Kind.KEYED_SINGLETON: _on_map(keyed)}
+        return {
+            Kind.STREAM: values,
+            Kind.KEYED_STREAM: keyed,
+            Kind.SINGLETON: one,
+            Kind.OPTIONAL: one,
+            Kind.KEYED_SINGLETON: _on_map(keyed),
+        }
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
         try:
@@ -227,7 +233,10 @@ class ValuesOp(Stateless):
     __slots__ = ()
 
     def table(self) -> dict[Kind, Apply]:
-        return {Kind.KEYED_STREAM: lambda w, kvs: [kv[1] for kv in kvs], Kind.KEYED_SINGLETON: lambda w, d: list(d.values())}
+        return {
+            Kind.KEYED_STREAM: lambda w, kvs: [kv[1] for kv in kvs],
+            Kind.KEYED_SINGLETON: lambda w, d: list(d.values()),
+        }
 
 
 @evaluator(n.WeakenOrdering, n.AlignedAt)

@@ -237,7 +237,9 @@ class BatchOp(Entry):
             new = new or (take and i >= fl)
         return out, rest, new
 
-    def _key_prefixes(self, w: World, pending: list[Any], force: bool, floor: dict[Any, int]) -> tuple[list[Any], list[Any], bool]:
+    def _key_prefixes(
+        self, w: World, pending: list[Any], force: bool, floor: dict[Any, int]
+    ) -> tuple[list[Any], list[Any], bool]:
         sizes = self._sizes(pending)
         take: dict[Any, int] = {}
         chosen = False
@@ -313,7 +315,9 @@ class SnapshotOp(Entry):
         value, skipped, newer = pending[i], pending[:i], pending[i + 1 :]
         s[0], s[1] = value, newer
         if w.trace is not None:
-            notes = ([f"skipping {skipped}"] if skipped else []) + ([f"newer versions not taken: {newer}"] if newer else [])
+            notes = ([f"skipping {skipped}"] if skipped else []) + (
+                [f"newer versions not taken: {newer}"] if newer else []
+            )
             w.note_release(self, value, "; ".join(notes))
         return value, i >= fl
 

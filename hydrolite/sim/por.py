@@ -76,7 +76,13 @@ def reach(op: Op, memo: dict[int, frozenset[Template]]) -> frozenset[Template]:
     out: set[Template] = set()
     for c, _ in op.consumers:
         if isinstance(c, Entry) and c.role is Role.ENTRY:
-            mode = "subset" if isinstance(c, BatchOp) and c.subset else "keyed" if isinstance(c, BatchOp) and c.keyed else ""
+            mode = (
+                "subset"
+                if isinstance(c, BatchOp) and c.subset
+                else "keyed"
+                if isinstance(c, BatchOp) and c.keyed
+                else ""
+            )
             out.add(Template("buf", c.idx, mode, direct=True))
         elif isinstance(c, SinkOp):
             out.add(Template("sink", c.idx))

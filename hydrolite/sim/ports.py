@@ -36,7 +36,11 @@ def _checker(t: Any) -> Callable[[Any], bool] | None:
         if not args or Ellipsis in args:
             return lambda x: isinstance(x, tuple)
         checks = [_checker(a) for a in args]
-        return lambda x: isinstance(x, tuple) and len(x) == len(checks) and all(c is None or c(v) for c, v in zip(checks, x, strict=True))
+        return lambda x: (
+            isinstance(x, tuple)
+            and len(x) == len(checks)
+            and all(c is None or c(v) for c, v in zip(checks, x, strict=True))
+        )
     if origin in (typing.Union, types.UnionType):
         alts = [_checker(a) for a in typing.get_args(t)]
         return None if any(a is None for a in alts) else (lambda x: any(a(x) for a in alts if a is not None))
@@ -146,7 +150,9 @@ class Receiver(Generic[T]):
             except NoMoreOutput:
                 raise NoMoreOutput(f"{self.port!r} ended early: still expected {render(want[i:])}") from None
             if got != e:
-                raise AssertionError(f"{self.port!r} yielded {render(got)}, expected {render(e)} (item {i + 1} of {render(want)})")
+                raise AssertionError(
+                    f"{self.port!r} yielded {render(got)}, expected {render(e)} (item {i + 1} of {render(want)})"
+                )
 
     def assert_yields_unordered(self, expected: Iterable[T]) -> None:
         """The next len(expected) outputs are `expected`, in any order."""
@@ -156,9 +162,13 @@ class Receiver(Generic[T]):
             try:
                 got = self.next()
             except NoMoreOutput:
-                raise NoMoreOutput(f"{self.port!r} ended early: still expected {render(remaining)} (in any order)") from None
+                raise NoMoreOutput(
+                    f"{self.port!r} ended early: still expected {render(remaining)} (in any order)"
+                ) from None
             if got not in remaining:
-                raise AssertionError(f"{self.port!r} yielded unexpected {render(got)}; still expected {render(remaining)} (in any order)")
+                raise AssertionError(
+                    f"{self.port!r} yielded unexpected {render(got)}; still expected {render(remaining)} (in any order)"
+                )
             remaining.remove(got)
 
     def assert_no_more(self) -> None:

@@ -135,7 +135,11 @@ def _taint(nodes: list[n.Node], ops: dict[int, Op]) -> set[int]:
 
 
 def compile_program(
-    flow: Flow, cluster_sizes: Mapping[str, int] | None = None, *, interleavings: bool = False, per_key_snapshots: bool = False
+    flow: Flow,
+    cluster_sizes: Mapping[str, int] | None = None,
+    *,
+    interleavings: bool = False,
+    per_key_snapshots: bool = False,
 ) -> Program:
     """Build the executable program of a (preferably aligned) flow. `interleavings` and
     `per_key_snapshots` turn on the finer asynchrony of `asynchrony.py`."""

@@ -18,7 +18,9 @@ from .report import REPLAY_ENV
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hydrolite simulator")
-    group.addoption("--sim-replay", default=None, metavar="v1:...", help=f"replay one recorded execution (same as {REPLAY_ENV})")
+    group.addoption(
+        "--sim-replay", default=None, metavar="v1:...", help=f"replay one recorded execution (same as {REPLAY_ENV})"
+    )
 
 
 _saved = pytest.StashKey[tuple[bool, str | None]]()
@@ -49,7 +51,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def simulator() -> Callable[..., Simulator]:
     """A factory: `simulator(flow, cluster_sizes=...)` -> `Simulator`."""
 
-    def make(flow: Flow | Callable[[], Flow], *, cluster_sizes: Mapping[str, int] | None = None, **options: Any) -> Simulator:
+    def make(
+        flow: Flow | Callable[[], Flow], *, cluster_sizes: Mapping[str, int] | None = None, **options: Any
+    ) -> Simulator:
         return Simulator(flow, cluster_sizes=cluster_sizes, **options)
 
     return make

@@ -76,7 +76,9 @@ class ReplayBlocked(SimUsageError):
 class _ReplayWorld(World):
     """A world whose entries release everything pending and whose body keeps orders."""
 
-    def decide_entries(self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None) -> None:
+    def decide_entries(
+        self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None
+    ) -> None:
         for e in tp.entries:
             if not e.has_value(st):
                 raise ReplayBlocked(

@@ -37,9 +37,23 @@ if TYPE_CHECKING:
 class Op:
     """The executable form of one IR node. Subclasses override the methods of their roles."""
 
-    __slots__ = ("node", "idx", "role", "kind", "in_kinds", "ins", "consumers", "carried", "port_order", "streamlike", "in_roles")
+    __slots__ = (
+        "node",
+        "idx",
+        "role",
+        "kind",
+        "in_kinds",
+        "ins",
+        "consumers",
+        "carried",
+        "port_order",
+        "streamlike",
+        "in_roles",
+    )
 
-    def __init__(self, node: Node, idx: int, role: Role, in_kinds: tuple[Kind, ...], in_roles: tuple[Role, ...]) -> None:
+    def __init__(
+        self, node: Node, idx: int, role: Role, in_kinds: tuple[Kind, ...], in_roles: tuple[Role, ...]
+    ) -> None:
         self.node = node
         self.idx = idx
         self.role = role
@@ -68,11 +82,15 @@ class Op:
     # ------------------------------------------------------------- evaluation
     def push(self, w: World, p: int, st: list[Any], port: int, delta: Any) -> Any:
         """Consume a delta on input `port`; return the output delta or NOTHING."""
-        raise NotImplementedError(f"{type(self).__name__} cannot run at top level ({self.node.op}() at {self.node.site})")
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot run at top level ({self.node.op}() at {self.node.site})"
+        )
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
         """The value of this node in the current tick (bounded roles), from `vals[input]`."""
-        raise NotImplementedError(f"{type(self).__name__} cannot run inside a tick ({self.node.op}() at {self.node.site})")
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot run inside a tick ({self.node.op}() at {self.node.site})"
+        )
 
     def fail(self, w: World, element: Any, exc: BaseException) -> UserFunctionError:
         """The error to raise when a user function failed on `element`."""

@@ -62,7 +62,9 @@ def format_trace(events: list[tuple[Any, ...]]) -> list[str]:
             out.append(f"  * delivered {render(ev[4])} on {ev[1]}" + _on(ev[2]))
             out.extend("      " + line for line in _where(ev[3]))
         elif tag == "crash":
-            out.append(f"  * CRASH at {ev[1]}: the process restarted from its last committed tick; the run was replayed with the same input")
+            out.append(
+                f"  * CRASH at {ev[1]}: the process restarted from its last committed tick; the run was replayed with the same input"
+            )
             for node in ev[2]:
                 out.extend("      " + line for line in _where(node))
     return out
@@ -110,7 +112,9 @@ def _python_name(ref: tuple[str, str] | None, default: str) -> str:
     return qual if where == "__main__" else f"{where.rsplit('.', 1)[-1]}.{qual}"
 
 
-def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, cluster_sizes: Any = None, model: Any = None) -> str:
+def replay_line(
+    encoded: str, flow_source: Any = None, scenario: Any = None, cluster_sizes: Any = None, model: Any = None
+) -> str:
     """One line telling how to replay exactly this execution.
 
     Under pytest: the environment variable and the test id. Elsewhere: the shell command
@@ -133,8 +137,14 @@ def replay_line(encoded: str, flow_source: Any = None, scenario: Any = None, clu
         return hint + f"  (or set {REPLAY_ENV}={encoded})"
     cmd = ["hydrolite", "sim", f"{scen[0]}:{scen[1]}"]
     module = sys.modules.get(getattr(scenario, "__module__", "") or "")
-    decorated = getattr(getattr(module, scen[1], None), "_hydrolite_sim", None) is not None  # @sim.exhaustive knows its flow
-    if not decorated and flow is not None and not (flow[1] == "build" and getattr(module, "build", None) is flow_source):
+    decorated = (
+        getattr(getattr(module, scen[1], None), "_hydrolite_sim", None) is not None
+    )  # @sim.exhaustive knows its flow
+    if (
+        not decorated
+        and flow is not None
+        and not (flow[1] == "build" and getattr(module, "build", None) is flow_source)
+    ):
         cmd += ["--program", f"{flow[0]}:{flow[1]}"]
     for tag, size in dict(cluster_sizes or {}).items():
         cmd += ["--cluster-size", f"{tag}={size}"]

@@ -25,6 +25,7 @@ EMPTY: Final = _Sentinel("EMPTY")  # an optional singleton without a value
 NOTHING: Final = _Sentinel("NOTHING")  # "no output" from a push (nothing to propagate)
 UNSET: Final = _Sentinel("UNSET")  # a singleton input that has produced no version yet
 
+
 def render(v: Any, limit: int = 8) -> str:
     """A short, deterministic rendering of a released value for traces."""
     if isinstance(v, list):
@@ -74,7 +75,9 @@ def decode_replay(text: str) -> tuple[list[int], bool, int]:
             value, star, count = part.partition("*")
             out.extend([int(value)] * (int(count) if star else 1))
     except ValueError:
-        raise ValueError(f"malformed replay string {text!r}: choices are dot-separated integers (or value*count)") from None
+        raise ValueError(
+            f"malformed replay string {text!r}: choices are dot-separated integers (or value*count)"
+        ) from None
     if any(c < 0 for c in out):
         raise ValueError(f"malformed replay string {text!r}: choices are non-negative")
     return out, reduced, crashes

@@ -63,7 +63,13 @@ class World:
     )  # fmt: skip
 
     def __init__(
-        self, prog: Program, choose: Callable[[int], int], trace: bool = False, max_steps: int = 10_000, por: bool = False, fairness: int = 2
+        self,
+        prog: Program,
+        choose: Callable[[int], int],
+        trace: bool = False,
+        max_steps: int = 10_000,
+        por: bool = False,
+        fairness: int = 2,
     ) -> None:
         self.prog = prog
         self.por = por
@@ -136,7 +142,9 @@ class World:
             if o is NOTHING:
                 continue
             if c.streamlike:
-                raise SimUsageError(f"{c.node.op}() at {c.node.site} would emit elements before its tick ever ran (unsupported in an aligned region)")
+                raise SimUsageError(
+                    f"{c.node.op}() at {c.node.site} would emit elements before its tick ever ran (unsupported in an aligned region)"
+                )
             self._carried_init(c, p, o)
 
     # ------------------------------------------------------------- top level
@@ -179,7 +187,9 @@ class World:
                 raise op.fail(self, x, TypeError("demux() needs (member_id, value) tuples"))
             i = x[0].raw if isinstance(x[0], MemberId) else x[0]
             if not isinstance(i, int) or not 0 <= i < len(dests):
-                raise op.fail(self, x, ValueError(f"demux() to member {x[0]!r}, but the cluster has {len(dests)} members"))
+                raise op.fail(
+                    self, x, ValueError(f"demux() to member {x[0]!r}, but the cluster has {len(dests)} members")
+                )
             return [(dests[i], wrap(x[1]))]
         return [(d, wrap(x)) for d in dests]
 
@@ -233,9 +243,13 @@ class World:
             tp = next((t for t in self.prog.ticks if id(t) == busiest[0][0]), None)
             if tp is not None:
                 who = f" ({tp.label} on {self.prog.places[busiest[0][1]].label} ran {busiest[1]} times)"
-        note = f": {self.busy_note}" if self.busy_note else (
-            ": a tick keeps producing work for itself (a stream cycle or defer_tick() whose value changes, "
-            "or whose runs emit, in every run)"
+        note = (
+            f": {self.busy_note}"
+            if self.busy_note
+            else (
+                ": a tick keeps producing work for itself (a stream cycle or defer_tick() whose value changes, "
+                "or whose runs emit, in every run)"
+            )
         )
         return f"the execution did not quiesce after {self.max_steps} scheduler steps{who}{note}"
 
@@ -319,7 +333,9 @@ class World:
         for x, v in outs:
             self.propagate(x, p, v)
 
-    def decide_entries(self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None) -> None:
+    def decide_entries(
+        self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None
+    ) -> None:
         """Choose what each entry releases into this run.
 
         A run must observe something new: one entry is forced to release something new
@@ -344,7 +360,9 @@ class World:
         forced = -1 if self_driven or not advancing else advancing[-1]
         new = False
         for i, e in enumerate(entries):
-            vals[e.idx], nt = e.decide(self, st, i in hard or (i == forced and not new), floors[i] if floors is not None else None)
+            vals[e.idx], nt = e.decide(
+                self, st, i in hard or (i == forced and not new), floors[i] if floors is not None else None
+            )
             new = new or nt
             if nt:
                 counts[i] = 0

@@ -32,11 +32,25 @@ def check_flow(model: ModuleModel) -> list[Issue]:
         if method == "snapshot" and isinstance(func, cst.Attribute):
             origin = _read_back_origin(model, func.value, call.scope, call.order)
             if origin == "latest":
-                issues.append(Issue("HL030", "`.latest()` then `.snapshot(...)` reads a tick's value back asynchronously, so it may see an older version than that tick's outputs; " + _ALIGN_FIX, func.attr))
+                issues.append(
+                    Issue(
+                        "HL030",
+                        "`.latest()` then `.snapshot(...)` reads a tick's value back asynchronously, so it may see an older version than that tick's outputs; "
+                        + _ALIGN_FIX,
+                        func.attr,
+                    )
+                )
             elif origin == "end_atomic":
                 if isinstance(func.value, cst.Call):
                     consumed_end_atomic.add(id(func.value))
-                issues.append(Issue("HL031", "`.end_atomic().snapshot(...)` is asynchronous after end_atomic(), so it is not consistent with the atomic section (and hydrolite has no atomic()); " + _ALIGN_FIX, func.attr))
+                issues.append(
+                    Issue(
+                        "HL031",
+                        "`.end_atomic().snapshot(...)` is asynchronous after end_atomic(), so it is not consistent with the atomic section (and hydrolite has no atomic()); "
+                        + _ALIGN_FIX,
+                        func.attr,
+                    )
+                )
     for call in model.calls:
         issue = _legacy_atomic(model, call, consumed_end_atomic)
         if issue is not None:
@@ -47,7 +61,7 @@ def check_flow(model: ModuleModel) -> list[Issue]:
 
 
 def _read_back_origin(model: ModuleModel, expr: cst.BaseExpression, scope: Scope, order: int) -> str | None:
-    """"latest" / "end_atomic" when `expr` is (an element-wise map of) such a call."""
+    """ "latest" / "end_atomic" when `expr` is (an element-wise map of) such a call."""
     for _ in range(_MAX_DEPTH):
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             method = expr.func.attr.value
@@ -81,9 +95,15 @@ def _legacy_atomic(model: ModuleModel, call: CallInfo, consumed: set[int]) -> Is
             name = "end_atomic"
     anchor = func.attr if isinstance(func, cst.Attribute) else func
     if name == "atomic":
-        return Issue("HL040", "`.atomic(tick)` is Hydro's legacy API and does not exist in hydrolite; " + _ALIGN_FIX, anchor)
+        return Issue(
+            "HL040", "`.atomic(tick)` is Hydro's legacy API and does not exist in hydrolite; " + _ALIGN_FIX, anchor
+        )
     if name == "end_atomic":
-        return Issue("HL040", "`.end_atomic()` does not exist in hydrolite (there is no atomic section to end); release the stream with .release_aligned(align) where it must agree with aligned reads", anchor)
+        return Issue(
+            "HL040",
+            "`.end_atomic()` does not exist in hydrolite (there is no atomic section to end); release the stream with .release_aligned(align) where it must agree with aligned reads",
+            anchor,
+        )
     return None
 
 
@@ -206,7 +226,9 @@ class _Entanglement:
     def batch(self, node: cst.Call, func: cst.Attribute, scope: Scope, order: int) -> _Batch:
         cached = self.batches.get(id(node))
         if cached is None:
-            tick_arg = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "tick"), node.args[0].value)
+            tick_arg = next(
+                (a.value for a in node.args if a.keyword is not None and a.keyword.value == "tick"), node.args[0].value
+            )
             tick, tick_text = self.key(tick_arg, scope, order)
             root, root_text = self.root(func.value, scope, order)
             cached = self.batches[id(node)] = _Batch(node, tick, tick_text, root, root_text)
@@ -267,7 +289,9 @@ class _MultiRead(_Entanglement):
             assert isinstance(func, cst.Attribute)
             left = self.derive(func.value, call.scope, call.order, 0)
             right = self.derive(call.node.args[0].value, call.scope, call.order, 0)
-            pair = next(((a, b) for a in left for b in right if a is not b and a.tick == b.tick and a.root == b.root), None)
+            pair = next(
+                ((a, b) for a in left for b in right if a is not b and a.tick == b.tick and a.root == b.root), None
+            )
             if pair is not None and id(call.node) not in flagged:
                 flagged[id(call.node)] = self.multi_read(call, *pair)
         return list(flagged.values())

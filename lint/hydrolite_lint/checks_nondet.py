@@ -18,10 +18,25 @@ NONDET_TYPES = frozenset({"hydrolite.NonDet", "hydrolite.nondet.NonDet"})
 
 # Builtins that look at a token without consuming it (isinstance(nd, NonDet), print(nd), ...).
 _INSPECTING_BUILTINS = frozenset(
-    {"isinstance", "issubclass", "id", "repr", "str", "type", "hash", "getattr", "hasattr", "vars", "dir", "print", "format", "callable"}
+    {
+        "isinstance",
+        "issubclass",
+        "id",
+        "repr",
+        "str",
+        "type",
+        "hash",
+        "getattr",
+        "hasattr",
+        "vars",
+        "dir",
+        "print",
+        "format",
+        "callable",
+    }
 )
 
-_AT_CALL = "write nondet(\"...\") directly as the argument of the call that consumes it"
+_AT_CALL = 'write nondet("...") directly as the argument of the call that consumes it'
 
 
 def is_nondet_call(model: ModuleModel, call: CallInfo) -> bool:
@@ -51,20 +66,45 @@ def check_nondet(model: ModuleModel) -> list[Issue]:
 def _reason_issues(model: ModuleModel, call: CallInfo) -> list[Issue]:
     args = call.node.args
     if any(a.star for a in args):
-        return [Issue("HL004", "nondet() reason is unpacked from */**; write the reason at the call as a string literal", call.node)]
+        return [
+            Issue(
+                "HL004",
+                "nondet() reason is unpacked from */**; write the reason at the call as a string literal",
+                call.node,
+            )
+        ]
     reason = next((a for a in args if a.keyword is None), None) or next(
         (a for a in args if a.keyword is not None and a.keyword.value == "reason"), None
     )
     if reason is None:
-        return [Issue("HL001", 'nondet() has no reason; say why every outcome is acceptable, e.g. nondet("queries may be answered in any grouping")', call.node)]
+        return [
+            Issue(
+                "HL001",
+                'nondet() has no reason; say why every outcome is acceptable, e.g. nondet("queries may be answered in any grouping")',
+                call.node,
+            )
+        ]
     text = literal_text(reason.value)
     if text is None:
         fix = _inline_constant_fix(model, call, reason.value)
-        return [Issue("HL004", "nondet() reason is not a string literal; write the justification at the call, as a literal", reason.value, fix)]
+        return [
+            Issue(
+                "HL004",
+                "nondet() reason is not a string literal; write the justification at the call, as a literal",
+                reason.value,
+                fix,
+            )
+        ]
     if not text.strip():
         return [Issue("HL002", "nondet() reason is empty; say why every outcome is acceptable here", reason.value)]
     if is_placeholder(text):
-        return [Issue("HL003", f"nondet() reason {text.strip()!r} is a placeholder; say why every outcome is acceptable here", reason.value)]
+        return [
+            Issue(
+                "HL003",
+                f"nondet() reason {text.strip()!r} is a placeholder; say why every outcome is acceptable here",
+                reason.value,
+            )
+        ]
     return []
 
 
@@ -143,7 +183,11 @@ def _inline_variable_fix(model: ModuleModel, call: CallInfo, binding: Binding) -
         func.value, call.scope, call.order
     ):
         return None
-    return Fix(f"move nondet(...) into its consumer and drop `{binding.name}`", replace=((use.node, call.node.deep_clone()),), remove=(stmt,))
+    return Fix(
+        f"move nondet(...) into its consumer and drop `{binding.name}`",
+        replace=((use.node, call.node.deep_clone()),),
+        remove=(stmt,),
+    )
 
 
 def _assigns_exactly(binding: Binding, value: cst.Call) -> bool:
@@ -216,7 +260,9 @@ def _param_problem(model: ModuleModel, binding: Binding, slot: ArgSlot) -> str |
     return f"nondet passed to {definition.name.value}(), whose parameter `{param.name.value}` is not declared as NonDet"
 
 
-def is_nondet_annotation(model: ModuleModel, annotation: cst.Annotation | cst.BaseExpression | None, where: Binding) -> bool:
+def is_nondet_annotation(
+    model: ModuleModel, annotation: cst.Annotation | cst.BaseExpression | None, where: Binding
+) -> bool:
     """True for `NonDet`, `hl.NonDet`, "NonDet" and `NonDet | None` (under any alias)."""
     expr = annotation.annotation if isinstance(annotation, cst.Annotation) else annotation
     if expr is None:
@@ -247,7 +293,11 @@ def _token_bindings(model: ModuleModel) -> list[Binding]:
                     call = calls.get(id(b.value))
                     if call is not None and is_nondet_call(model, call):
                         found.append(b)
-                elif b.kind is BindingKind.PARAM and b.annotation is not None and is_nondet_annotation(model, b.annotation, b):
+                elif (
+                    b.kind is BindingKind.PARAM
+                    and b.annotation is not None
+                    and is_nondet_annotation(model, b.annotation, b)
+                ):
                     found.append(b)
     return found
 
@@ -261,9 +311,21 @@ def _variable_issues(model: ModuleModel, binding: Binding) -> list[Issue]:
         and not (model.is_builtin_call(u.slot.call) and _builtin_name(u.slot.call) in _INSPECTING_BUILTINS)
     ]
     for use in consumed[1:]:
-        issues.append(Issue("HL011", f"nondet token `{binding.name}` is consumed by more than one call; give each call its own nondet(\"...\") and reason", use.node))
+        issues.append(
+            Issue(
+                "HL011",
+                f'nondet token `{binding.name}` is consumed by more than one call; give each call its own nondet("...") and reason',
+                use.node,
+            )
+        )
     if len(consumed) == 1 and set(consumed[0].loops) - set(binding.loops):
-        issues.append(Issue("HL011", f"nondet token `{binding.name}` is consumed inside a loop, once per iteration; write nondet(\"...\") at the call, inside the loop", consumed[0].node))
+        issues.append(
+            Issue(
+                "HL011",
+                f'nondet token `{binding.name}` is consumed inside a loop, once per iteration; write nondet("...") at the call, inside the loop',
+                consumed[0].node,
+            )
+        )
     for use in consumed:
         assert use.slot is not None
         problem = consumer_problem(model, use.slot)

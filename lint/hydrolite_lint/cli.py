@@ -35,11 +35,19 @@ def _parser() -> _Parser:
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    parser.add_argument("--fix", action="store_true", help="apply the safe autofixes in place, then report what is left")
-    parser.add_argument("--select", metavar="CODES", help="comma-separated codes or prefixes to check (replaces the config)")
-    parser.add_argument("--ignore", metavar="CODES", help="comma-separated codes or prefixes to skip (replaces the config)")
+    parser.add_argument(
+        "--fix", action="store_true", help="apply the safe autofixes in place, then report what is left"
+    )
+    parser.add_argument(
+        "--select", metavar="CODES", help="comma-separated codes or prefixes to check (replaces the config)"
+    )
+    parser.add_argument(
+        "--ignore", metavar="CODES", help="comma-separated codes or prefixes to skip (replaces the config)"
+    )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--config", metavar="PYPROJECT", type=Path, help="use this pyproject.toml instead of the nearest one")
+    group.add_argument(
+        "--config", metavar="PYPROJECT", type=Path, help="use this pyproject.toml instead of the nearest one"
+    )
     group.add_argument("--isolated", action="store_true", help="ignore every pyproject.toml")
     parser.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
     parser.add_argument("--version", action="version", version=f"hydrolite-lint {__version__}")
@@ -90,7 +98,9 @@ def _codes(text: str | None) -> tuple[str, ...] | None:
 class _ConfigSource:
     """The config for each file: --isolated, --config, or the nearest pyproject.toml."""
 
-    def __init__(self, explicit: Path | None, isolated: bool, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None) -> None:
+    def __init__(
+        self, explicit: Path | None, isolated: bool, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None
+    ) -> None:
         self.select, self.ignore = select, ignore
         self.fixed: Config | None = None
         if isolated:
@@ -135,7 +145,9 @@ def _discover(paths: list[Path], configs: _ConfigSource) -> Iterator[tuple[Path,
 def _walk(root: Path) -> list[Path]:
     found: list[Path] = []
     for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS and not d.endswith(".egg-info"))
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS and not d.endswith(".egg-info")
+        )
         found.extend(Path(directory) / f for f in sorted(files) if f.endswith(".py"))
     return found
 
@@ -152,7 +164,9 @@ def _excluded(path: Path, config: Config) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in config.exclude for name in names)
 
 
-def _run(files: list[tuple[Path, Config, bool]], configs: _ConfigSource, fix: bool, err: TextIO) -> tuple[list[FileReport], bool]:
+def _run(
+    files: list[tuple[Path, Config, bool]], configs: _ConfigSource, fix: bool, err: TextIO
+) -> tuple[list[FileReport], bool]:
     reports: list[FileReport] = []
     failed = False
     for path, config, named in files:

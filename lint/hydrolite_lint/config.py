@@ -48,7 +48,9 @@ class Config:
         """The command line's --select / --ignore replace the configured lists."""
         _check_codes("--select", select or ())
         _check_codes("--ignore", ignore or ())
-        return replace(self, select=self.select if select is None else select, ignore=self.ignore if ignore is None else ignore)
+        return replace(
+            self, select=self.select if select is None else select, ignore=self.ignore if ignore is None else ignore
+        )
 
 
 def load_pyproject(path: Path) -> Config | None:
@@ -69,7 +71,9 @@ def load_pyproject(path: Path) -> Config | None:
         raise ConfigError(f"{path}: [tool.hydrolite.lint] must be a table")
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [tool.hydrolite.lint]: {', '.join(unknown)} (known: {', '.join(sorted(_KEYS))})")
+        raise ConfigError(
+            f"{path}: unknown key(s) in [tool.hydrolite.lint]: {', '.join(unknown)} (known: {', '.join(sorted(_KEYS))})"
+        )
     values = {key: _strings(path, key, table[key]) for key in table}
     _check_codes(f"{path}: select", values.get("select", ()))
     _check_codes(f"{path}: ignore", values.get("ignore", ()))
@@ -114,4 +118,6 @@ def _strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
 def _check_codes(where: str, patterns: tuple[str, ...]) -> None:
     bad = unknown_patterns(patterns)
     if bad:
-        raise ConfigError(f"{where}: {', '.join(bad)} match(es) no rule (codes are HL000-HL040; see hydrolite-lint --list-rules)")
+        raise ConfigError(
+            f"{where}: {', '.join(bad)} match(es) no rule (codes are HL000-HL040; see hydrolite-lint --list-rules)"
+        )

@@ -46,7 +46,9 @@ def mentions_hydrolite(source: str, config: Config = _DEFAULT) -> bool:
     return "hydrolite" in source or any(mod in source for mod in config.reexports)
 
 
-def lint_source(source: str, path: str = "<string>", config: Config = _DEFAULT, *, fix: bool = False, always_parse: bool = False) -> FileReport:
+def lint_source(
+    source: str, path: str = "<string>", config: Config = _DEFAULT, *, fix: bool = False, always_parse: bool = False
+) -> FileReport:
     """Lint `source` (reported as `path`); with `fix`, apply safe fixes and lint the result.
 
     A source that never names hydrolite is skipped unparsed, unless `always_parse` (a file
@@ -100,7 +102,9 @@ def _lint(source: str, path: str, config: Config, fix: bool, report: FileReport)
     return report
 
 
-def lint_file(path: Path, config: Config = _DEFAULT, *, fix: bool = False, display: str | None = None, always_parse: bool = False) -> FileReport:
+def lint_file(
+    path: Path, config: Config = _DEFAULT, *, fix: bool = False, display: str | None = None, always_parse: bool = False
+) -> FileReport:
     """Lint a file on disk, writing it back (same encoding) when fixes applied."""
     shown = display if display is not None else str(path)
     data = path.read_bytes()
@@ -170,5 +174,7 @@ def _findings(path: str, module: cst.Module, source: str, issues: list[Issue]) -
         line, col = where.get(id(issue.node), (1, 1))
         if line <= len(lines) and is_suppressed(lines[line - 1], issue.code):
             continue
-        out.add(Finding(path, line, col, issue.code, issue.message, issue.fix is not None and RULES[issue.code].fixable))
+        out.add(
+            Finding(path, line, col, issue.code, issue.message, issue.fix is not None and RULES[issue.code].fixable)
+        )
     return sorted(out, key=lambda f: (f.line, f.col, f.code, f.message))

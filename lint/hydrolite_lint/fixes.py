@@ -57,7 +57,9 @@ class _Apply(cst.CSTTransformer):
         new = self.replace.get(id(original_node))
         return new if isinstance(new, cst.BaseExpression) else updated_node
 
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
         body = _without(original_node.body, updated_node.body, self.remove)
         return updated_node if body is None else updated_node.with_changes(body=body)
 

@@ -21,7 +21,18 @@ def _api_classes() -> list[type]:
     from hydrolite.locations.flow import FlowBuilder
     from hydrolite.locations.locations import Cluster, Process, Tick
 
-    return [Stream, KeyedStream, Singleton, OptionalSingleton, KeyedSingleton, Process, Cluster, Tick, FlowBuilder, TickCycle]
+    return [
+        Stream,
+        KeyedStream,
+        Singleton,
+        OptionalSingleton,
+        KeyedSingleton,
+        Process,
+        Cluster,
+        Tick,
+        FlowBuilder,
+        TickCycle,
+    ]
 
 
 def _nondet_index(fn: object) -> int | None:

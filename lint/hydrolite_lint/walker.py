@@ -40,9 +40,7 @@ def fields_of(tp: type[cst.CSTNode]) -> tuple[str, ...]:
     names = _FIELDS.get(tp)
     if names is None:
         names = tuple(
-            f.name
-            for f in dataclasses.fields(tp)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            f.name for f in dataclasses.fields(tp) if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
         )
         _FIELDS[tp] = names
     return names
@@ -163,8 +161,16 @@ class _Walker:
 
     def bind(self, name: cst.Name, kind: BindingKind, **extra: object) -> Binding:
         binding = Binding(
-            name.value, kind, self.scope, self.tick(), name, stmt=self.stmt, small_stmt=self.small,
-            path=self.path, loops=self.loops, **extra,  # type: ignore[arg-type]
+            name.value,
+            kind,
+            self.scope,
+            self.tick(),
+            name,
+            stmt=self.stmt,
+            small_stmt=self.small,
+            path=self.path,
+            loops=self.loops,
+            **extra,  # type: ignore[arg-type]
         )
         self.scope.bindings.setdefault(name.value, []).append(binding)
         if kind is BindingKind.ASSIGN and binding.value is not None:
@@ -178,8 +184,10 @@ class _Walker:
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
             values: Sequence[cst.BaseExpression | None]
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
-                isinstance(e, (cst.StarredElement)) for e in (*target.elements, *value.elements)
+            if (
+                isinstance(value, (cst.Tuple, cst.List))
+                and len(value.elements) == len(elements)
+                and not any(isinstance(e, (cst.StarredElement)) for e in (*target.elements, *value.elements))
             ):
                 values, inner = [e.value for e in value.elements], kind
             else:

@@ -69,7 +69,14 @@ RECEIVERS: dict[str, dict[str, str]] = {
         "tick": 'w.server.keyed_source("r", str, int).count()' + _SNAP,
     },
 }
-_SELF_STATE = {"ordered": "noorder", "bounded": "top", "in_tick": "top", "top": "tick", "comparable": "opaque", "pairs": "ints"}
+_SELF_STATE = {
+    "ordered": "noorder",
+    "bounded": "top",
+    "in_tick": "top",
+    "top": "tick",
+    "comparable": "opaque",
+    "pairs": "ints",
+}
 
 
 def params(method: str, place: str, where: str = "server") -> dict[str, str]:
@@ -110,7 +117,9 @@ def params(method: str, place: str, where: str = "server") -> dict[str, str]:
         },
         "get": {"key": f'{tick}.singleton("a")' if in_tick else f'{loc}.source_iter(["a"]).fold("", lambda acc, v: v)'},
         "get_many_if_present": {
-            "requests": f'{loc}.keyed_source("o", str, float).batch({tick}, {ND})' if in_tick else f'{loc}.source_iter([("a", 1.0)]).into_keyed()'
+            "requests": f'{loc}.keyed_source("o", str, float).batch({tick}, {ND})'
+            if in_tick
+            else f'{loc}.source_iter([("a", 1.0)]).into_keyed()'
         },
     }
     return dict(shapes.get(method, {}))

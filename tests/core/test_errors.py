@@ -32,8 +32,20 @@ def _subclasses(cls: type) -> set[type]:
 
 def test_every_hydrolite_error_class_has_its_own_stable_code() -> None:
     classes = {HydroliteError} | _subclasses(HydroliteError)
-    known = {BuildError, FlowError, AlignmentError, SparkRunError, UserFunctionError, BadDataError, CheckpointLockedError,
-             PlanChangedError, SparkPlanError, VerifyError, ExplorationLimit, SimUsageError}
+    known = {
+        BuildError,
+        FlowError,
+        AlignmentError,
+        SparkRunError,
+        UserFunctionError,
+        BadDataError,
+        CheckpointLockedError,
+        PlanChangedError,
+        SparkPlanError,
+        VerifyError,
+        ExplorationLimit,
+        SimUsageError,
+    }
     assert known <= classes
     codes = {c: c.code for c in classes if "code" in c.__dict__}
     assert set(codes) >= known
@@ -57,15 +69,19 @@ def test_a_user_function_error_pickles_as_itself() -> None:
     assert str(back) == str(_failure())
 
 
-@pytest.mark.parametrize("make", [_failure, lambda: BadDataError("input 'x': /d/1.json, line 2: field 'v': expected int, found str")])
+@pytest.mark.parametrize(
+    "make", [_failure, lambda: BadDataError("input 'x': /d/1.json, line 2: field 'v': expected int, found str")]
+)
 def test_a_worker_error_is_rebuilt_from_the_text_spark_carries(make: object) -> None:
     err = make()  # type: ignore[operator]
     try:
         raise err
     except SparkRunError as exc:
         worker = "".join(traceback.format_exception(exc))
-    text = ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-            f"{worker}\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n")
+    text = (
+        "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+        f"{worker}\n\tat org.apache.spark.api.python.BasePythonRunner.handlePythonException(PythonRunner.scala:1)\n"
+    )
     back = from_spark_error(text)
     assert type(back) is type(err) and str(back) == str(err)
     assert "hydrolite-error" not in str(back)

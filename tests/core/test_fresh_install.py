@@ -32,9 +32,11 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 # Not linked into the fresh environment: hydrolite itself (the install under test) and the
 # installer's own packages (the fresh environment has its own).
-OWN = re.compile(r"^(_?hydrolite|__editable__|pip\b|pip-|setuptools|_distutils_hack|distutils-precedence|pkg_resources|__pycache__)")
+OWN = re.compile(
+    r"^(_?hydrolite|__editable__|pip\b|pip-|setuptools|_distutils_hack|distutils-precedence|pkg_resources|__pycache__)"
+)
 
-GOOD = '''\
+GOOD = """\
 import hydrolite as hl
 from hydrolite import nondet
 
@@ -49,9 +51,9 @@ def build() -> hl.Flow:
     words = server.source("words", str).batch(tick, nondet("any grouping of words will do"))
     words.map(len).all_ticks().sink("lengths")
     return flow.finalize()
-'''
+"""
 
-BAD = '''\
+BAD = """\
 import hydrolite as hl
 
 
@@ -61,7 +63,7 @@ class Server: ...
 def build() -> hl.Singleton[int, hl.Process[Server]]:
     bag = hl.FlowBuilder("bad").process(Server).source("x", int).weaken_ordering()
     return bag.fold(0, lambda acc, v: acc + v)
-'''
+"""
 
 CONFIG = """\
 [tool.mypy]
@@ -116,7 +118,9 @@ def install_as_the_readme_says(venv: Path) -> None:
     if done.returncode != 0:
         probe = run([str(venv / "bin" / "pip"), "download", "--no-deps", "-d", str(venv / "probe"), "hatchling"], REPO)
         if probe.returncode != 0:
-            pytest.skip(f"the build backend cannot be fetched (no network and no cached wheel): {probe.stderr.strip()[-300:]}")
+            pytest.skip(
+                f"the build backend cannot be fetched (no network and no cached wheel): {probe.stderr.strip()[-300:]}"
+            )
         pytest.fail(f"`{' '.join(command)}` failed in a fresh venv:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
@@ -160,7 +164,9 @@ def test_wheel_install_is_visible_to_mypy(venv: Path, tmp_path: Path) -> None:
     if built.returncode != 0:
         probe = run([pip, "download", "--no-deps", "-d", str(tmp_path / "probe"), "hatchling"], REPO)
         if probe.returncode != 0:
-            pytest.skip(f"the build backend cannot be fetched (no network and no cached wheel): {probe.stderr.strip()[-300:]}")
+            pytest.skip(
+                f"the build backend cannot be fetched (no network and no cached wheel): {probe.stderr.strip()[-300:]}"
+            )
         pytest.fail(built.stdout[-3000:] + built.stderr[-3000:])
     (wheel,) = (tmp_path / "wheels").glob("hydrolite-*.whl")
     done = run([pip, "install", "--no-deps", "--force-reinstall", str(wheel)], REPO)

@@ -79,7 +79,9 @@ def test_keyed_kernels_are_the_value_kernels_with_keys_kept(kvs: list[tuple[str,
     vs = [v for _, v in kvs]
     assert [v for _, v in k.map_keyed(lambda v: v + 1, kvs)] == k.map_values(lambda v: v + 1, vs)
     assert [v for _, v in k.filter_keyed(lambda v: v > 0, kvs)] == k.filter_values(lambda v: v > 0, vs)
-    assert [v for _, v in k.flat_map_keyed(lambda v: range(v % 3), kvs)] == k.flat_map_values(lambda v: range(v % 3), vs)
+    assert [v for _, v in k.flat_map_keyed(lambda v: range(v % 3), kvs)] == k.flat_map_values(
+        lambda v: range(v % 3), vs
+    )
 
 
 # ------------------------------------------------------------------ folds
@@ -88,14 +90,18 @@ def step(acc: int, x: int) -> int:
 
 
 @given(ints, ints, st.booleans())
-def test_fold_of_a_concatenation_continues_from_the_first_parts_result(xs: list[int], ys: list[int], is_fold: bool) -> None:
+def test_fold_of_a_concatenation_continues_from_the_first_parts_result(
+    xs: list[int], ys: list[int], is_fold: bool
+) -> None:
     """Per-batch state is correct: fold(xs + ys) = fold ys from fold(xs) (fold and reduce)."""
     has, acc = k.fold_values(step, 7 if is_fold else None, is_fold, xs)
     assert k.fold_values(step, acc, has, ys) == k.fold_values(step, 7 if is_fold else None, is_fold, xs + ys)
 
 
 @given(pairs, pairs, st.booleans())
-def test_keyed_fold_of_a_concatenation_continues_from_the_stored_accumulators(a: list[tuple[str, int]], b: list[tuple[str, int]], is_fold: bool) -> None:
+def test_keyed_fold_of_a_concatenation_continues_from_the_stored_accumulators(
+    a: list[tuple[str, int]], b: list[tuple[str, int]], is_fold: bool
+) -> None:
     first = k.fold_keyed(step, {}, 7, is_fold, a)
     then = {**first, **k.fold_keyed(step, first, 7, is_fold, b)}
     assert then == k.fold_keyed(step, {}, 7, is_fold, a + b)
@@ -192,7 +198,9 @@ def test_enumerate_and_unique_continue_across_batches(xs: list[int], ys: list[in
     assert k.unique_values(seen, xs) + k.unique_values(seen, ys) == k.unique_values(k.Seen(), xs + ys)
     kvs = [(x % 2, x) for x in xs + ys]
     counters: dict[int, int] = {}
-    assert k.enumerate_keyed(counters, kvs[: len(xs)]) + k.enumerate_keyed(counters, kvs[len(xs) :]) == k.enumerate_keyed({}, kvs)
+    assert k.enumerate_keyed(counters, kvs[: len(xs)]) + k.enumerate_keyed(
+        counters, kvs[len(xs) :]
+    ) == k.enumerate_keyed({}, kvs)
 
 
 def test_unique_compares_unhashable_elements_by_equality() -> None:
@@ -211,7 +219,10 @@ def test_split_pairs_takes_two_tuples_only() -> None:
         with pytest.raises(KernelError) as info:
             k.split_pairs([("ok", 0), bad])
         assert info.value.element == bad and info.value.index == 1
-        assert isinstance(info.value.cause, TypeError) and str(info.value.cause) == f"expected a (key, value) tuple, got {what}"
+        assert (
+            isinstance(info.value.cause, TypeError)
+            and str(info.value.cause) == f"expected a (key, value) tuple, got {what}"
+        )
 
 
 # ------------------------------------------------------------------ failures
@@ -251,7 +262,9 @@ FAILING: list[tuple[str, Callable[[], Any], Any, int]] = [
 
 
 @pytest.mark.parametrize("name, run, element, index", FAILING, ids=[c[0] for c in FAILING])
-def test_a_failing_function_is_reported_with_its_element(name: str, run: Callable[[], Any], element: Any, index: int) -> None:
+def test_a_failing_function_is_reported_with_its_element(
+    name: str, run: Callable[[], Any], element: Any, index: int
+) -> None:
     with pytest.raises(KernelError) as info:
         run()
     e = info.value
@@ -367,7 +380,9 @@ ARROW_KINDS: list[tuple[str, Callable[..., Any], Callable[..., Any]]] = [
 
 
 @pytest.mark.parametrize("kind, f, kernel", ARROW_KINDS, ids=[c[0] for c in ARROW_KINDS])
-def test_the_arrow_path_computes_the_elementwise_kernels(kind: str, f: Callable[..., Any], kernel: Callable[..., Any]) -> None:
+def test_the_arrow_path_computes_the_elementwise_kernels(
+    kind: str, f: Callable[..., Any], kernel: Callable[..., Any]
+) -> None:
     from hydrolite.planner.spark.pyfn import elementwise
     from hydrolite.planner.spark.types import Prim
 
@@ -382,11 +397,17 @@ def test_the_arrow_path_reports_failures_like_the_simulator() -> None:
     from hydrolite.planner.spark.pyfn import elementwise, fold_global
     from hydrolite.planner.spark.types import Prim
 
-    with pytest.raises(SparkError, match=r"op\(\) failed on element 3 in batch 7 of query 'q': ValueError: three") as info:
+    with pytest.raises(
+        SparkError, match=r"op\(\) failed on element 3 in batch 7 of query 'q': ValueError: three"
+    ) as info:
         list(elementwise("map", boom, Prim(int), Prim(int), _site())(iter([_batch([1, 3])])))
     assert isinstance(info.value.__cause__, ValueError)
     with pytest.raises(SparkError, match=r"failed on element \('b', 3\)"):  # a keyed frame names the pair
-        list(elementwise("flat_map", gen, Prim(int), Prim(int), _site(), "_p", Prim(str))(iter([_batch([1, 3], ["a", "b"])])))
+        list(
+            elementwise("flat_map", gen, Prim(int), Prim(int), _site(), "_p", Prim(str))(
+                iter([_batch([1, 3], ["a", "b"])])
+            )
+        )
     with pytest.raises(SparkError, match=r"failed on element 3 "):  # the element, not (acc, element)
         list(fold_global(boom2, 0, True, Prim(int), _site(), ["_o0"])(iter([_batch([1, 3])])))
 
@@ -405,7 +426,10 @@ def test_the_arrow_folds_are_the_fold_kernels(xs: list[int], is_fold: bool) -> N
     if xs:
         table = pa.Table.from_batches([_batch(xs, ["a"] * len(xs))])
         got = fold_keyed(step, {"a": 1}, 7, is_fold, Prim(str), Prim(int), _site(), ["_o0"])(table)
-        assert pickle.loads(got.column("acc")[0].as_py()) == k.fold_keyed(step, {"a": 1}, 7, is_fold, [("a", x) for x in xs])["a"]
+        assert (
+            pickle.loads(got.column("acc")[0].as_py())
+            == k.fold_keyed(step, {"a": 1}, 7, is_fold, [("a", x) for x in xs])["a"]
+        )
 
 
 def test_the_arrow_sort_and_pair_split_are_the_kernels() -> None:

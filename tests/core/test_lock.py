@@ -45,7 +45,9 @@ def test_a_second_runner_in_the_same_process_is_refused(tmp_path: Path) -> None:
     CheckpointLock(str(tmp_path)).release()  # free again
 
 
-def test_a_live_holder_in_another_process_is_named_and_a_killed_one_is_taken_over(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_live_holder_in_another_process_is_named_and_a_killed_one_is_taken_over(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     proc = _holder(tmp_path)
     try:
         with pytest.raises(CheckpointLockedError, match=f"pid {proc.pid}, started "):
@@ -56,7 +58,10 @@ def test_a_live_holder_in_another_process_is_named_and_a_killed_one_is_taken_ove
     lock = CheckpointLock(str(tmp_path))  # the kernel dropped the flock with the process
     try:
         assert lock.previous is not None and lock.previous["pid"] == proc.pid
-        assert f"taking over the lock of a runner that stopped without releasing it (host {socket.gethostname()}, pid {proc.pid}" in capfd.readouterr().err
+        assert (
+            f"taking over the lock of a runner that stopped without releasing it (host {socket.gethostname()}, pid {proc.pid}"
+            in capfd.readouterr().err
+        )
     finally:
         lock.release()
 

@@ -64,10 +64,22 @@ def run_mypy(cache: Path, *files: Path, plugin: bool = True) -> tuple[dict[tuple
         config = str(REPO / "pyproject.toml")
     else:
         ini = cache / "no-plugin.ini"
-        ini.write_text(f"[mypy]\nstrict = true\nwarn_unused_ignores = true\npython_version = 3.10\nmypy_path = {STUBS}\nenable_error_code = truthy-bool\n")
+        ini.write_text(
+            f"[mypy]\nstrict = true\nwarn_unused_ignores = true\npython_version = 3.10\nmypy_path = {STUBS}\nenable_error_code = truthy-bool\n"
+        )
         config = str(ini)
     with _at(REPO):  # the project's mypy_path is relative to the working directory
-        out, err, _ = api.run(["--config-file", config, "--cache-dir", str(cache / ("plugin" if plugin else "plain")), "--no-pretty", "--no-color-output", *map(str, files)])
+        out, err, _ = api.run(
+            [
+                "--config-file",
+                config,
+                "--cache-dir",
+                str(cache / ("plugin" if plugin else "plain")),
+                "--no-pretty",
+                "--no-color-output",
+                *map(str, files),
+            ]
+        )
     by_line: dict[tuple[str, int], list[Message]] = {}
     for text in out.splitlines():
         m = LINE.match(text)
@@ -134,16 +146,25 @@ def generated(cache: Path) -> tuple[Generated, dict[tuple[str, int], list[Messag
     return program, by_line, out
 
 
-def test_the_generated_program_covers_every_rule_of_the_table(generated: tuple[Generated, dict[tuple[str, int], list[Message]], str]) -> None:
+def test_the_generated_program_covers_every_rule_of_the_table(
+    generated: tuple[Generated, dict[tuple[str, int], list[Message]], str],
+) -> None:
     from hydrolite._mypy.table import RULES
 
     program, _, _ = generated
-    wanted = {(cls.rsplit(".", 1)[1], method, i) for cls, methods in RULES.items() for method, rules in methods.items() for i in range(len(rules))}
+    wanted = {
+        (cls.rsplit(".", 1)[1], method, i)
+        for cls, methods in RULES.items()
+        for method, rules in methods.items()
+        for i in range(len(rules))
+    }
     assert {(c.cls, c.method, c.rule) for c in program.cases} == wanted
     assert len(program.cases) >= 90
 
 
-def test_every_rule_is_reported_in_the_runtimes_words(generated: tuple[Generated, dict[tuple[str, int], list[Message]], str]) -> None:
+def test_every_rule_is_reported_in_the_runtimes_words(
+    generated: tuple[Generated, dict[tuple[str, int], list[Message]], str],
+) -> None:
     program, by_line, out = generated
     name = program.path.name
     marked = {(name, c.line) for c in program.cases}
@@ -179,7 +200,9 @@ def _worded(case: Case) -> bool:
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name.startswith("reject_") and _worded(c)], ids=str)
-def test_contract_misuse_reads_like_its_build_error(case: Case, contract_messages: dict[tuple[str, int], list[Message]]) -> None:
+def test_contract_misuse_reads_like_its_build_error(
+    case: Case, contract_messages: dict[tuple[str, int], list[Message]]
+) -> None:
     (ignore,) = case.ignores
     (msg,) = contract_messages[(ignore.file, ignore.line)]
     with pytest.raises(BuildError) as info:
@@ -218,7 +241,9 @@ def test_mypy_alone_still_rejects_every_marked_misuse(cache: Path, tmp_path: Pat
     plugin_only = {(ig.file, ig.line) for case in CASES if str(case) in PLUGIN_ONLY for ig in case.ignores}
     assert len(plugin_only) == len(PLUGIN_ONLY)
     marked = {(ig.file, ig.line) for ig in ALL_IGNORES} - plugin_only
-    assert set(by_line) == marked, f"missing: {sorted(marked - set(by_line))}, unmarked: {sorted(set(by_line) - marked)}\n{out}"
+    assert set(by_line) == marked, (
+        f"missing: {sorted(marked - set(by_line))}, unmarked: {sorted(set(by_line) - marked)}\n{out}"
+    )
     assert not any(m.code.startswith("hydrolite-") for msgs in by_line.values() for m in msgs), out
 
 
@@ -228,4 +253,3 @@ def test_plugin_entry_point() -> None:
     assert plugin("2.4.1") is HydrolitePlugin
     pyproject = (REPO / "pyproject.toml").read_text()
     assert 'plugins = ["hydrolite.mypy_plugin"]' in pyproject
-

@@ -35,8 +35,12 @@ def test_every_node_class_is_complete(cls: type[n.Node]) -> None:
     assert "op" in cls.__dict__, f"{cls.__name__} must declare its user-facing `op`"
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
     assert evaluator_for(cls) is not None  # the simulator runs it
-    assert cls in HANDLERS, f"{cls.__name__} has no Spark handler (register one with @handles, or refuse it at plan time)"
-    assert not (cls.passthrough and (cls.always_stateful or not cls.movable)), "a pass-through operator is stateless and movable"
+    assert cls in HANDLERS, (
+        f"{cls.__name__} has no Spark handler (register one with @handles, or refuse it at plan time)"
+    )
+    assert not (cls.passthrough and (cls.always_stateful or not cls.movable)), (
+        "a pass-through operator is stateless and movable"
+    )
 
 
 def test_the_tables_derived_from_node_classes() -> None:
@@ -51,7 +55,16 @@ def test_the_tables_derived_from_node_classes() -> None:
 def test_the_linter_vocabulary_is_derived_from_the_live_api() -> None:
     takes, others = api_methods()
     assert takes == {"batch": 1, "snapshot": 1, "batch_aligned": 2, "snapshot_aligned": 2, "assume_ordering": 0}
-    assert {"map", "fold", "cross_singleton", "release_aligned", "tick", "source", "finalize", "complete_next_tick"} <= others
+    assert {
+        "map",
+        "fold",
+        "cross_singleton",
+        "release_aligned",
+        "tick",
+        "source",
+        "finalize",
+        "complete_next_tick",
+    } <= others
     assert not set(takes) & others
 
 

@@ -61,7 +61,9 @@ def this_line() -> int:
     return sys._getframe(1).f_lineno
 
 
-def rejects(thunk: Callable[[], object], *parts: str, line: int | None = None, error: type[HydroliteError] = BuildError) -> BuildError | FlowError:
+def rejects(
+    thunk: Callable[[], object], *parts: str, line: int | None = None, error: type[HydroliteError] = BuildError
+) -> BuildError | FlowError:
     """Run a misuse; check the error's kind, its site (this file) and its message parts."""
     expected = thunk.__code__.co_firstlineno if line is None else line
     with pytest.raises(error) as info:
@@ -102,14 +104,26 @@ NO_ORDER_KEYED_OPS: list[tuple[str, Callable[[Any], object]]] = [
 def test_order_sensitive_stream_ops_need_total_order(op: str, use: Callable[[Any], object]) -> None:
     w = W()
     bag = w.bag()
-    err = rejects(lambda: use(bag), f"{op} requires a TotalOrder collection", "NoOrder", "weaken_ordering()", "assume_ordering(nondet(...))", line=use.__code__.co_firstlineno)
+    err = rejects(
+        lambda: use(bag),
+        f"{op} requires a TotalOrder collection",
+        "NoOrder",
+        "weaken_ordering()",
+        "assume_ordering(nondet(...))",
+        line=use.__code__.co_firstlineno,
+    )
     assert f"created by weaken_ordering() at {bag.node.site}" in str(err)
 
 
 @pytest.mark.parametrize("op, use", NO_ORDER_KEYED_OPS, ids=[o for o, _ in NO_ORDER_KEYED_OPS])
 def test_order_sensitive_keyed_ops_need_total_order(op: str, use: Callable[[Any], object]) -> None:
     bag = W().keyed().flat_map_unordered(lambda v: {v})
-    rejects(lambda: use(bag), f"{op} requires a TotalOrder collection", "KeyedStream[str, ?, Process[Server], Unbounded, NoOrder]", line=use.__code__.co_firstlineno)
+    rejects(
+        lambda: use(bag),
+        f"{op} requires a TotalOrder collection",
+        "KeyedStream[str, ?, Process[Server], Unbounded, NoOrder]",
+        line=use.__code__.co_firstlineno,
+    )
 
 
 def test_commutative_aggregation_and_justified_order_are_accepted() -> None:
@@ -138,7 +152,12 @@ def test_anti_join_negative_side_and_cross_singleton_need_bounded() -> None:
     pairs = w.ints().map(lambda v: (v, v))
     rejects(lambda: pairs.anti_join(w.ints("neg")), "anti_join() requires a Bounded collection", "negative side")
     assert pairs.anti_join(w.server.source_iter([1])).node.meta.bounded is False
-    rejects(lambda: w.server.source_iter([1]).cross_singleton(w.ints("c").count()), "cross_singleton() requires a Bounded", "Singleton[int, Process[Server], Unbounded]", "snapshot(tick")
+    rejects(
+        lambda: w.server.source_iter([1]).cross_singleton(w.ints("c").count()),
+        "cross_singleton() requires a Bounded",
+        "Singleton[int, Process[Server], Unbounded]",
+        "snapshot(tick",
+    )
 
 
 def test_keyed_singleton_reads_need_bounded() -> None:
@@ -146,13 +165,23 @@ def test_keyed_singleton_reads_need_bounded() -> None:
     table = w.keyed().reduce(lambda a, v: v)
     requests = w.server.source_iter([("k", 1.0)]).into_keyed()
     key = w.server.source_iter(["k"]).fold("", lambda _, k: k)
-    rejects(lambda: table.entries(), "entries() requires a Bounded collection", "KeyedSingleton[str, int, Process[Server], Unbounded]")
+    rejects(
+        lambda: table.entries(),
+        "entries() requires a Bounded collection",
+        "KeyedSingleton[str, int, Process[Server], Unbounded]",
+    )
     rejects(lambda: table.keys(), "keys() requires a Bounded collection")
     rejects(lambda: table.values(), "values() requires a Bounded collection")
     rejects(lambda: table.get(key), "get() requires a Bounded collection")
     rejects(lambda: table.get_many_if_present(requests), "get_many_if_present() requires a Bounded collection")
-    rejects(lambda: requests.lookup_keyed_singleton(table), "lookup_keyed_singleton() requires a Bounded collection", "snapshot(tick")
-    rejects(lambda: w.keyed("k2").lookup_keyed_singleton(table), "lookup_keyed_singleton() requires a Bounded collection")
+    rejects(
+        lambda: requests.lookup_keyed_singleton(table),
+        "lookup_keyed_singleton() requires a Bounded collection",
+        "snapshot(tick",
+    )
+    rejects(
+        lambda: w.keyed("k2").lookup_keyed_singleton(table), "lookup_keyed_singleton() requires a Bounded collection"
+    )
 
 
 # ------------------------------------------------------------------ ticks
@@ -161,7 +190,12 @@ def test_leaving_or_stepping_a_tick_needs_a_tick() -> None:
     x, ks = w.ints(), w.keyed()
     count, best, table = x.count(), x.first(), ks.count()
     inside = "requires a collection inside a tick"
-    rejects(lambda: x.all_ticks(), f"all_ticks() {inside}", "Stream[int, Process[Server], Unbounded, TotalOrder]", "batch()/snapshot()")
+    rejects(
+        lambda: x.all_ticks(),
+        f"all_ticks() {inside}",
+        "Stream[int, Process[Server], Unbounded, TotalOrder]",
+        "batch()/snapshot()",
+    )
     rejects(lambda: ks.all_ticks(), f"all_ticks() {inside}")
     rejects(lambda: x.defer_tick(), f"defer_tick() {inside}")
     rejects(lambda: ks.defer_tick(), f"defer_tick() {inside}")
@@ -179,7 +213,9 @@ def test_entering_a_tick_needs_a_top_level_collection() -> None:
     batch, snap = w.batch(), w.snap()
     kb = w.keyed().batch(w.tick, nondet(R))
     top = "requires a top-level collection (on a Process or Cluster)"
-    rejects(lambda: batch.batch(w.tick, nondet(R)), f"batch() {top}", "Tick[Process[Server]]", "top-level collections only")
+    rejects(
+        lambda: batch.batch(w.tick, nondet(R)), f"batch() {top}", "Tick[Process[Server]]", "top-level collections only"
+    )
     rejects(lambda: kb.batch(w.tick, nondet(R)), f"batch() {top}")
     rejects(lambda: snap.snapshot(w.tick, nondet(R)), f"snapshot() {top}")
     rejects(lambda: batch.sink("out"), f"sink() {top}", "all_ticks()")
@@ -193,7 +229,12 @@ def test_batch_and_snapshot_need_a_tick_of_their_own_location() -> None:
     w = W()
     x, count, table = w.ints(), w.ints("c").count(), w.keyed().count()
     own = "requires a tick of the collection's own location Process[Server]"
-    rejects(lambda: x.batch(w.client.tick(), nondet(R)), f"batch() {own}", "a tick of Process[Client]", ".tick() on the location")
+    rejects(
+        lambda: x.batch(w.client.tick(), nondet(R)),
+        f"batch() {own}",
+        "a tick of Process[Client]",
+        ".tick() on the location",
+    )
     rejects(lambda: x.batch(w.workers.tick(), nondet(R)), f"batch() {own}", "a tick of Cluster[Workers]")
     rejects(lambda: count.snapshot(w.client.tick(), nondet(R)), f"snapshot() {own}")
     rejects(lambda: table.snapshot(w.client.tick(), nondet(R)), f"snapshot() {own}")
@@ -217,13 +258,21 @@ def test_collections_of_different_locations_do_not_mix() -> None:
     w = W()
     x, y = w.ints(), w.client.source("y", int)
     same = "requires both sides at the same location"
-    rejects(lambda: x.merge_unordered(y), f"merge_unordered() {same} (Process[Server])", "found: Process[Client]", "send()")
+    rejects(
+        lambda: x.merge_unordered(y), f"merge_unordered() {same} (Process[Server])", "found: Process[Client]", "send()"
+    )
     rejects(lambda: x.join(y), f"join() {same}")
     rejects(lambda: x.cross_product(w.workers.source("z", int)), f"cross_product() {same}", "Cluster[Workers]")
-    rejects(lambda: w.batch().merge_unordered(x), f"merge_unordered() {same} (Tick#0[Process[Server]])", "all_ticks()/latest()")
+    rejects(
+        lambda: w.batch().merge_unordered(x),
+        f"merge_unordered() {same} (Tick#0[Process[Server]])",
+        "all_ticks()/latest()",
+    )
     rejects(lambda: w.batch("b2").cross_singleton(x.count()), f"cross_singleton() {same}")
     rejects(lambda: x.count().zip(y.count()), f"zip() {same}")
-    rejects(lambda: w.keyed().batch(w.tick, nondet(R)).lookup_keyed_singleton(w.client.keyed_source("t", str, int).count().snapshot(w.client.tick(), nondet(R))), f"lookup_keyed_singleton() {same}")
+    table = w.client.keyed_source("t", str, int).count().snapshot(w.client.tick(), nondet(R))
+    batch = w.keyed().batch(w.tick, nondet(R))
+    rejects(lambda: batch.lookup_keyed_singleton(table), f"lookup_keyed_singleton() {same}")
 
 
 def test_two_ticks_of_one_location_do_not_mix() -> None:
@@ -231,17 +280,34 @@ def test_two_ticks_of_one_location_do_not_mix() -> None:
     w = W()
     other_tick = w.server.tick()
     late = w.ints("late").batch(other_tick, nondet(R))
-    rejects(lambda: w.batch().chain(late), "chain() requires both sides at the same location (Tick#0[Process[Server]])", "Tick#1[Process[Server]]")
+    rejects(
+        lambda: w.batch().chain(late),
+        "chain() requires both sides at the same location (Tick#0[Process[Server]])",
+        "Tick#1[Process[Server]]",
+    )
     handle, _ = w.tick.stream_cycle(int)
-    rejects(lambda: handle.complete_next_tick(late), "complete_next_tick() requires a Stream[int, Tick[Process[Server]], Bounded, TotalOrder]")
+    rejects(
+        lambda: handle.complete_next_tick(late),
+        "complete_next_tick() requires a Stream[int, Tick[Process[Server]], Bounded, TotalOrder]",
+    )
 
 
 def test_two_flows_do_not_mix() -> None:
     # Runtime-only: equal tags give equal types (and equal location ids) in both flows.
     a, b = W("a"), W("b")
-    rejects(lambda: a.ints().merge_unordered(b.ints()), "merge_unordered() requires a collection or location of the same FlowBuilder ('a')", "another FlowBuilder ('b')")
-    rejects(lambda: a.ints("y").batch(b.tick, nondet(R)), "batch() requires a collection or location of the same FlowBuilder")
-    rejects(lambda: a.ints("z").release_aligned(b.server.local_align_point()), "release_aligned() requires a collection or location of the same FlowBuilder")
+    rejects(
+        lambda: a.ints().merge_unordered(b.ints()),
+        "merge_unordered() requires a collection or location of the same FlowBuilder ('a')",
+        "another FlowBuilder ('b')",
+    )
+    rejects(
+        lambda: a.ints("y").batch(b.tick, nondet(R)),
+        "batch() requires a collection or location of the same FlowBuilder",
+    )
+    rejects(
+        lambda: a.ints("z").release_aligned(b.server.local_align_point()),
+        "release_aligned() requires a collection or location of the same FlowBuilder",
+    )
     rejects(lambda: a.ints("s").send(b.client), "send() requires a collection or location of the same FlowBuilder")
     handle, _ = a.tick.stream_cycle(int)
     rejects(lambda: handle.complete_next_tick(b.batch()), "complete_next_tick() requires")
@@ -250,7 +316,11 @@ def test_two_flows_do_not_mix() -> None:
 def test_arguments_of_the_wrong_kind() -> None:
     w = W()
     batch = w.batch()
-    rejects(lambda: batch.cross_singleton(batch), "cross_singleton() requires a Singleton or OptionalSingleton as its argument", "Stream[int")
+    rejects(
+        lambda: batch.cross_singleton(batch),
+        "cross_singleton() requires a Singleton or OptionalSingleton as its argument",
+        "Stream[int",
+    )
     rejects(lambda: batch.join(batch.count()), "join() requires a Stream of (key, value) tuples", "Singleton[int")
     rejects(lambda: batch.map(3), "map() requires a function", "int 3")
     rejects(lambda: w.ints("f").filter("x > 0"), "filter() requires a function")
@@ -263,8 +333,15 @@ def test_sends_need_the_right_kind_of_destination() -> None:
     x = w.ints()
     rejects(lambda: x.send(w.workers), "send() requires a Process destination", "Cluster", "broadcast()/demux()")
     rejects(lambda: x.broadcast(w.client), "broadcast() requires a Cluster destination", "Process")
-    rejects(lambda: x.map(lambda v: (MemberId[Workers](v), v)).demux(w.client), "demux() requires a Cluster destination")
-    rejects(lambda: x.send(w.server), "send() requires a different location to send to", "the stream's own location", "drop the send")
+    rejects(
+        lambda: x.map(lambda v: (MemberId[Workers](v), v)).demux(w.client), "demux() requires a Cluster destination"
+    )
+    rejects(
+        lambda: x.send(w.server),
+        "send() requires a different location to send to",
+        "the stream's own location",
+        "drop the send",
+    )
     rejects(lambda: w.workers.source("c", int).broadcast(w.workers), "broadcast() requires a different location")
 
 
@@ -288,14 +365,26 @@ def test_align_points_are_local_to_one_location() -> None:
     ):
         err = rejects(use, local, "an align point of Process[Client]", "cannot align across the network")
         assert f"created at {theirs.site}" in str(err)
-    rejects(lambda: x.release_aligned(w.tick), "release_aligned() requires a LocalAlignPoint", "Tick", "loc.local_align_point()")
+    rejects(
+        lambda: x.release_aligned(w.tick),
+        "release_aligned() requires a LocalAlignPoint",
+        "Tick",
+        "loc.local_align_point()",
+    )
     rejects(lambda: x.aligned_at(w.workers.local_align_point()), f"aligned_at() {local}", "Cluster[Workers]")
 
 
 # ------------------------------------------------------------------ nondet
-@pytest.mark.parametrize("reason", ["", "   ", "\n\t", "TODO", "todo.", "FIXME:", "tbd", "...", "?", "nondet", "XXX", "--"])
+@pytest.mark.parametrize(
+    "reason", ["", "   ", "\n\t", "TODO", "todo.", "FIXME:", "tbd", "...", "?", "nondet", "XXX", "--"]
+)
 def test_nondet_needs_a_real_reason(reason: str) -> None:
-    rejects(lambda: nondet(reason), "nondet() requires a non-empty reason that is not a placeholder", repr(reason), "say why")
+    rejects(
+        lambda: nondet(reason),
+        "nondet() requires a non-empty reason that is not a placeholder",
+        repr(reason),
+        "say why",
+    )
 
 
 @pytest.mark.parametrize("reason", [None, 42, b"bytes"])
@@ -313,7 +402,9 @@ def test_nondet_is_required_and_typed_wherever_nondeterminism_is_observed() -> N
     token = "queries may be answered in any grouping"
     rejects(lambda: x.batch(w.tick, token), 'batch() requires a nondet("why") justification', f"str {token!r}")
     rejects(lambda: count.snapshot(w.tick, None), 'snapshot() requires a nondet("why")', "NoneType None")
-    rejects(lambda: x.batch_aligned(w.tick, w.server.local_align_point(), "why"), 'batch_aligned() requires a nondet("why")')
+    rejects(
+        lambda: x.batch_aligned(w.tick, w.server.local_align_point(), "why"), 'batch_aligned() requires a nondet("why")'
+    )
     nd, line = nondet("  any grouping of queries is fine  "), this_line()
     assert isinstance(nd, NonDet) and nd.reason == "any grouping of queries is fine"
     assert (nd.site.file, nd.site.line) == (HERE, line)
@@ -324,7 +415,13 @@ def test_nondet_is_required_and_typed_wherever_nondeterminism_is_observed() -> N
 def test_duplicate_port_names() -> None:
     w = W()
     first = w.ints("x")
-    err = rejects(lambda: w.server.source("x", str), "source port 'x' is declared twice", f"first at {first.node.site}", "own name", error=FlowError)
+    err = rejects(
+        lambda: w.server.source("x", str),
+        "source port 'x' is declared twice",
+        f"first at {first.node.site}",
+        "own name",
+        error=FlowError,
+    )
     assert isinstance(err, FlowError) and not isinstance(err, TypeError)
     rejects(lambda: w.client.keyed_source("x", str, int), "source port 'x' is declared twice", error=FlowError)
     first.sink("out")
@@ -333,15 +430,27 @@ def test_duplicate_port_names() -> None:
 
 def test_duplicate_location_tags() -> None:
     w = W()
-    rejects(lambda: w.flow.process(Server), "tag Server already names a location", "one tag class per location", error=FlowError)
+    rejects(
+        lambda: w.flow.process(Server),
+        "tag Server already names a location",
+        "one tag class per location",
+        error=FlowError,
+    )
     rejects(lambda: w.flow.cluster(Client), "tag Client already names a location", error=FlowError)
-    rejects(lambda: w.flow.process(cast(Any, "Server")), "process()/cluster() requires a tag class", "str 'Server'", "class Server")
+    rejects(
+        lambda: w.flow.process(cast(Any, "Server")),
+        "process()/cluster() requires a tag class",
+        "str 'Server'",
+        "class Server",
+    )
 
 
 def test_incomplete_tick_cycle_is_reported_at_its_creation() -> None:
     w = W()
     (handle, _), created = w.tick.singleton_cycle(0), this_line()
-    rejects(lambda: w.flow.finalize(), "cycle#0 is never completed", "complete_next_tick", line=created, error=FlowError)
+    rejects(
+        lambda: w.flow.finalize(), "cycle#0 is never completed", "complete_next_tick", line=created, error=FlowError
+    )
     handle.complete_next_tick(w.snap())
     assert w.flow.finalize().roots
 
@@ -349,13 +458,32 @@ def test_incomplete_tick_cycle_is_reported_at_its_creation() -> None:
 def test_cycle_completed_twice_or_with_the_wrong_collection() -> None:
     w = W()
     handle, count = w.tick.singleton_cycle(0)
-    rejects(lambda: handle.complete_next_tick(w.batch()), "complete_next_tick() requires a Singleton[int, Tick[Process[Server]], Bounded] (the cycle's own kind and tick)", "Stream[int")
-    rejects(lambda: handle.complete_next_tick(w.ints("top").count()), "complete_next_tick() requires a Singleton", "Singleton[int, Process[Server], Unbounded]")
+    rejects(
+        lambda: handle.complete_next_tick(w.batch()),
+        "complete_next_tick() requires a Singleton[int, Tick[Process[Server]], Bounded] (the cycle's own kind and tick)",
+        "Stream[int",
+    )
+    rejects(
+        lambda: handle.complete_next_tick(w.ints("top").count()),
+        "complete_next_tick() requires a Singleton",
+        "Singleton[int, Process[Server], Unbounded]",
+    )
     rejects(lambda: handle.complete_next_tick(cast(Any, 5)), "complete_next_tick() requires", "found: 5")
     handle.complete_next_tick(count.map(lambda v: v + 1))
-    rejects(lambda: handle.complete_next_tick(count), "cycle#0 (created at", "is completed twice", "exactly once", error=FlowError)
+    rejects(
+        lambda: handle.complete_next_tick(count),
+        "cycle#0 (created at",
+        "is completed twice",
+        "exactly once",
+        error=FlowError,
+    )
     s_handle, log = w.tick.stream_cycle(int)
-    rejects(lambda: s_handle.complete_next_tick(log.weaken_ordering()), "complete_next_tick() requires a TotalOrder collection", "NoOrder", "assume_ordering")
+    rejects(
+        lambda: s_handle.complete_next_tick(log.weaken_ordering()),
+        "complete_next_tick() requires a TotalOrder collection",
+        "NoOrder",
+        "assume_ordering",
+    )
 
 
 def test_a_finalized_flow_is_closed() -> None:
@@ -384,7 +512,9 @@ def test_a_finalized_flow_is_closed() -> None:
 def test_collections_have_no_truth_value() -> None:
     w = W()
     x = w.ints()
-    rejects(lambda: bool(x), "a live collection requires an explicit operator", "truth test", "filter(), fold() or count()")
+    rejects(
+        lambda: bool(x), "a live collection requires an explicit operator", "truth test", "filter(), fold() or count()"
+    )
     rejects(lambda: not x.count(), "a live collection requires")
     rejects(lambda: x and w.ints("y"), "a live collection requires")
     rejects(lambda: [v for v in [x] if v], "a live collection requires")

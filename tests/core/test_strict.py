@@ -75,13 +75,30 @@ def rejected(t: Any, x: Any) -> Rejection:
 
 
 # ------------------------------------------------------------------ JSON values: no coercion
-@pytest.mark.parametrize(("t", "x", "found"), [
-    (str, 123, "int 123"), (str, {"a": 1}, 'object {"a": 1}'), (str, [1], "array [1]"), (str, True, "bool true"),
-    (int, "1", 'str "1"'), (int, 1.5, "float 1.5"), (int, 1.0, "float 1.0"), (int, True, "bool true"), (int, 2**63, f"int {2**63} (outside the 64-bit range)"),
-    (float, "1.5", 'str "1.5"'), (float, False, "bool false"), (bool, 1, "int 1"), (bool, "true", 'str "true"'),
-    (bytes, "not base64!", 'str "not base64!"'), (bytes, 12, "int 12"), (dt.date, "2024-13-01", 'str "2024-13-01"'),
-    (dt.datetime, 1700000000, "int 1700000000"), (type(None), 0, "int 0"), (list[int], {"a": 1}, 'object {"a": 1}'),
-])
+@pytest.mark.parametrize(
+    ("t", "x", "found"),
+    [
+        (str, 123, "int 123"),
+        (str, {"a": 1}, 'object {"a": 1}'),
+        (str, [1], "array [1]"),
+        (str, True, "bool true"),
+        (int, "1", 'str "1"'),
+        (int, 1.5, "float 1.5"),
+        (int, 1.0, "float 1.0"),
+        (int, True, "bool true"),
+        (int, 2**63, f"int {2**63} (outside the 64-bit range)"),
+        (float, "1.5", 'str "1.5"'),
+        (float, False, "bool false"),
+        (bool, 1, "int 1"),
+        (bool, "true", 'str "true"'),
+        (bytes, "not base64!", 'str "not base64!"'),
+        (bytes, 12, "int 12"),
+        (dt.date, "2024-13-01", 'str "2024-13-01"'),
+        (dt.datetime, 1700000000, "int 1700000000"),
+        (type(None), 0, "int 0"),
+        (list[int], {"a": 1}, 'object {"a": 1}'),
+    ],
+)
 def test_a_value_of_another_json_type_is_rejected(t: Any, x: Any, found: str) -> None:
     r = rejected(t, x)
     assert r.found == found and r.path == []
@@ -124,7 +141,9 @@ def test_a_json_line_must_be_one_object_of_the_layout() -> None:
     record = json_record(Layout.of(from_python(int), from_python(str)), UTC)  # type: ignore[arg-type]
     assert record(parse_json('{"key": "a", "value": 1}')) == ("a", 1)
     for text, found in [
-        ('["a", 1]', 'array ["a", 1]'), ('"a"', 'str "a"'), ("null", "null"),
+        ('["a", 1]', 'array ["a", 1]'),
+        ('"a"', 'str "a"'),
+        ("null", "null"),
         ('{"key": "a", "value": 1} {"key": "b"}', "more text after the record at column 26"),
         ('{"key": "a", "value": 1', "a record cut off before its end (a truncated line?)"),
         ('{"key": "a", "val', "a record cut off before its end (a truncated line?)"),
@@ -162,14 +181,44 @@ def spark_json(t: HType, v: Any) -> Any:
 
 
 TYPES: list[Any] = [
-    int, float, str, bool, bytes, dt.datetime, dt.date, type(None), int | None, tuple[int, str], Point, Reading,
-    list[int], set[str], tuple[float, ...], dict[str, int], dict[int, list[str | None]], tuple[str, dict[str, Point]] | None,
+    int,
+    float,
+    str,
+    bool,
+    bytes,
+    dt.datetime,
+    dt.date,
+    type(None),
+    int | None,
+    tuple[int, str],
+    Point,
+    Reading,
+    list[int],
+    set[str],
+    tuple[float, ...],
+    dict[str, int],
+    dict[int, list[str | None]],
+    tuple[str, dict[str, Point]] | None,
 ]
 VALUES: dict[Any, Any] = {
-    int: 7, float: 2.5, str: "é", bool: True, bytes: b"\x00\x01", dt.datetime: dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
-    dt.date: dt.date(2024, 5, 6), type(None): None, int | None: None, tuple[int, str]: (1, "a"), Point: Point(1, 2),
-    Reading: Reading("s", 1.0, ["x"], None), list[int]: [1, 2], set[str]: {"a", "b"}, tuple[float, ...]: (1.0, float("inf")),
-    dict[str, int]: {"a": 1}, dict[int, list[str | None]]: {3: ["x", None]}, tuple[str, dict[str, Point]] | None: ("k", {"p": Point(3, 4)}),
+    int: 7,
+    float: 2.5,
+    str: "é",
+    bool: True,
+    bytes: b"\x00\x01",
+    dt.datetime: dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
+    dt.date: dt.date(2024, 5, 6),
+    type(None): None,
+    int | None: None,
+    tuple[int, str]: (1, "a"),
+    Point: Point(1, 2),
+    Reading: Reading("s", 1.0, ["x"], None),
+    list[int]: [1, 2],
+    set[str]: {"a", "b"},
+    tuple[float, ...]: (1.0, float("inf")),
+    dict[str, int]: {"a": 1},
+    dict[int, list[str | None]]: {3: ["x", None]},
+    tuple[str, dict[str, Point]] | None: ("k", {"p": Point(3, 4)}),
 }
 
 
@@ -247,7 +296,14 @@ def test_csv_text_forms() -> None:
     assert math.isinf(text_check(from_python(float), UTC)("Infinity"))  # type: ignore[arg-type]
     assert text_check(from_python(bool), UTC)("TRUE") is True  # type: ignore[arg-type]
     assert text_check(from_python(int | None), UTC)(None) is None  # type: ignore[arg-type]
-    for t, text in [(int, "1.0"), (int, " 1"), (float, "1_000"), (bool, "yes"), (dt.date, "2024-1-2"), (type(None), "x")]:
+    for t, text in [
+        (int, "1.0"),
+        (int, " 1"),
+        (float, "1_000"),
+        (bool, "yes"),
+        (dt.date, "2024-1-2"),
+        (type(None), "x"),
+    ]:
         with pytest.raises(Rejection):
             text_check(from_python(t), UTC)(text)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="CSV holds flat text fields only"):
@@ -336,7 +392,10 @@ def test_bytes_that_are_not_text_and_records_too_long(tmp_path: Path) -> None:
     uri = write(tmp_path, "f.json", b"")
     parser = FileParser(ParseSpec("p", "json", from_python(str), None, max_bytes=40))  # type: ignore[arg-type]
     got = parser.line(uri, 0, b'{"value": "caf\xe9"}')
-    assert isinstance(got, Bad) and got.reason == "expected utf-8 text, found the byte 0xe9 at byte 15 of the line, which is not utf-8"
+    assert (
+        isinstance(got, Bad)
+        and got.reason == "expected utf-8 text, found the byte 0xe9 at byte 15 of the line, which is not utf-8"
+    )
     assert got.raw == '{"value": "caf\ufffd"}'
     long = parser.line(uri, 0, b'{"value": "' + b"x" * 40 + b'"}')
     assert isinstance(long, Bad) and "found a line of 53 bytes" in long.reason and long.line == 2
@@ -347,10 +406,12 @@ def test_bytes_that_are_not_text_and_records_too_long(tmp_path: Path) -> None:
 
 def test_the_message_says_where_what_and_how_to_fix() -> None:
     spec = ParseSpec("p", "json", from_python(int), None, source="/data/in")  # type: ignore[arg-type]
-    msg = bad_record_message(spec, Bad("/data/in/f.json", 3, '{"value": "1"}', "field 'value': expected int, found str \"1\"", "value"))
+    msg = bad_record_message(
+        spec, Bad("/data/in/f.json", 3, '{"value": "1"}', "field 'value': expected int, found str \"1\"", "value")
+    )
     assert msg.splitlines() == [
         "/data/in/f.json, line 3: field 'value': expected int, found str \"1\"",
-        "  record: '{\"value\": \"1\"}'",
+        '  record: \'{"value": "1"}\'',
         (
             "  fix: correct the record (or the declared type of 'p'); or set bad records aside and go on: add ?onBadRecord=quarantine:DIR "
             "to the input (e.g. --input p=json:/data/in?onBadRecord=quarantine:/data/in-rejected)"
@@ -359,11 +420,17 @@ def test_the_message_says_where_what_and_how_to_fix() -> None:
 
 
 def test_options_hydrolite_reads_and_those_it_refuses() -> None:
-    ro = read_options("p", "csv", {"onBadRecord": "quarantine:/dead", "sep": ";", "maxFilesPerTrigger": "1", "maxRecordBytes": "10"})
+    ro = read_options(
+        "p", "csv", {"onBadRecord": "quarantine:/dead", "sep": ";", "maxFilesPerTrigger": "1", "maxRecordBytes": "10"}
+    )
     assert (ro.quarantine, ro.max_bytes, ro.parse) == ("/dead", 10, {"sep": ";"})
     assert ro.spark["maxFilesPerTrigger"] == "1" and "onBadRecord" not in ro.spark and "sep" not in ro.spark
     assert read_options("p", "json", {"onBadRecord": "fail", "mode": "FAILFAST"}).quarantine is None
-    for opts, needle in [({"onBadRecord": "quarantine:"}, "not 'fail' or 'quarantine:DIR'"), ({"mode": "PERMISSIVE"}, "silently"),
-                         ({"dateFormat": "d/M/y"}, "not supported"), ({"maxRecordBytes": "-1"}, "positive")]:
+    for opts, needle in [
+        ({"onBadRecord": "quarantine:"}, "not 'fail' or 'quarantine:DIR'"),
+        ({"mode": "PERMISSIVE"}, "silently"),
+        ({"dateFormat": "d/M/y"}, "not supported"),
+        ({"maxRecordBytes": "-1"}, "positive"),
+    ]:
         with pytest.raises(SparkRunError, match=needle):
             read_options("p", "json", opts)

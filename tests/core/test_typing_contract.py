@@ -64,10 +64,12 @@ def run_mypy(cache_dir: Path, *targets: str) -> tuple[str, int]:
 
     stdout, stderr, status = api.run(
         [
-            "--config-file", str(REPO / "pyproject.toml"),
+            "--config-file",
+            str(REPO / "pyproject.toml"),
             "--strict",
             "--warn-unused-ignores",
-            "--cache-dir", str(cache_dir),
+            "--cache-dir",
+            str(cache_dir),
             "--no-pretty",
             "--no-color-output",
             "--show-error-codes",

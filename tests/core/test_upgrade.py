@@ -62,7 +62,9 @@ def counter(
     answers = names.cross_singleton(count.snapshot_aligned(tick, align, nondet("consistent with the acks")))
     if second_fold:
         total = values.fold_commutative(0, lambda c, _: c + 100)
-        answers.cross_singleton(total.snapshot_aligned(tick, align, nondet("consistent"))).all_ticks().sink("query_response")
+        answers.cross_singleton(total.snapshot_aligned(tick, align, nondet("consistent"))).all_ticks().sink(
+            "query_response"
+        )
     else:
         answers.all_ticks().sink("query_response")
     return flow.finalize()
@@ -98,7 +100,9 @@ def test_the_same_program_resumes_silently(tmp_path: Path) -> None:
     assert "resumes after batch 2" in recon.render()
 
 
-@pytest.mark.parametrize("edit", [{"identity_map": True}, {"keep_all_filter": True}, {"identity_map": True, "keep_all_filter": True}])
+@pytest.mark.parametrize(
+    "edit", [{"identity_map": True}, {"keep_all_filter": True}, {"identity_map": True, "keep_all_filter": True}]
+)
 def test_pass_through_operators_above_a_fold_keep_its_state(tmp_path: Path, edit: dict[str, bool]) -> None:
     ck = checkpoint_of(counter(), tmp_path)
     recon = check(counter(**edit), ck)  # type: ignore[arg-type]
@@ -219,7 +223,9 @@ def test_duplicate_operator_names_are_a_build_error() -> None:
     xs = p.source("xs", int)
     tick = p.tick()
     xs.count(name="n").snapshot(tick, nondet("any")).into_stream().all_ticks().sink("a")
-    xs.fold_commutative(0, lambda s, x: s + x, name="n").snapshot(tick, nondet("any")).into_stream().all_ticks().sink("b")
+    xs.fold_commutative(0, lambda s, x: s + x, name="n").snapshot(tick, nondet("any")).into_stream().all_ticks().sink(
+        "b"
+    )
     with pytest.raises(FlowError, match="the operator name 'n' is given to 2 operators"):
         fb.finalize()
 
@@ -231,7 +237,9 @@ def test_a_bad_name_is_a_build_error(bad: object) -> None:
         xs.count(name=bad)  # type: ignore[arg-type]
 
 
-def test_plan_against_prints_the_diff_and_fails_when_the_run_would_be_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_against_prints_the_diff_and_fails_when_the_run_would_be_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from examples import counter as example
     from hydrolite.cli import main
 
@@ -243,4 +251,6 @@ def test_plan_against_prints_the_diff_and_fails_when_the_run_would_be_refused(tm
     edited.write_text(source)
     assert main(["plan", str(edited), "--against", str(ck)]) == 1
     out = capsys.readouterr().out
-    assert "refused: 3 change(s)" in out and "removed ['increment']" in out  # the inputs, and the fold over the renamed port
+    assert (
+        "refused: 3 change(s)" in out and "removed ['increment']" in out
+    )  # the inputs, and the fold over the renamed port

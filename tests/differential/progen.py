@@ -26,7 +26,12 @@ INT_MAPS = ["lambda x: x + 1", "lambda x: x * 2", "lambda x: x % 5", "lambda x: 
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
 INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
 INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(x % 3)", "digits"]
-FOLDS = [("0", "lambda a, x: a * 3 + x", False), ("0", "lambda a, x: a + x", True), ("1", "lambda a, x: max(a, x)", True), ("0", "mix_py", False)]
+FOLDS = [
+    ("0", "lambda a, x: a * 3 + x", False),
+    ("0", "lambda a, x: a + x", True),
+    ("1", "lambda a, x: max(a, x)", True),
+    ("0", "mix_py", False),
+]
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
 TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py"]
 PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
@@ -109,7 +114,7 @@ class Program:
         return (
             '"""A generated program (differential test)."""\n\n# ruff: noqa: F401, F841  (generated: unused helpers and variables are normal)\n\nfrom __future__ import annotations\n\n'
             "import hydrolite as hl\nfrom hydrolite import nondet\n"
-            f"{HELPERS}\n\nclass P:\n    \"\"\"The generated program's process.\"\"\"\n\n\nND = nondet(\"generated: any batching is legal\")\n\n\n"
+            f'{HELPERS}\n\nclass P:\n    """The generated program\'s process."""\n\n\nND = nondet("generated: any batching is legal")\n\n\n'
             f"def build() -> hl.Flow:\n{body}\n    return flow.finalize()\n"
         )
 
@@ -166,7 +171,9 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
         out = prog.new(f"{a.name}.zip({c.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
         prog.sinks.append(f'{out.name}.into_stream().all_ticks().sink("aligned")')
     elif what == 1:
-        kf = prog.new(f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None)
+        kf = prog.new(
+            f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None
+        )
         k = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1")
         prog.sinks.append(f'{k.name}.entries().all_ticks().sink("aligned")')
     else:
@@ -190,9 +197,21 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         elif what == 1:
             prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
         elif what == 2:
-            prog.new(f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+            prog.new(
+                f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)})",
+                "stream",
+                v.tick,
+                ordered=v.ordered,
+                source=v.source,
+            )
         else:
-            prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
+            prog.new(
+                f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})",
+                "stream",
+                v.tick,
+                ordered=v.ordered,
+                source=v.source,
+            )
     elif op == 1:  # into a tick
         v = prog.pick(d, _top_stream)
         if v is None:
@@ -227,10 +246,17 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         s = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
         g = prog.pick(d, lambda v: v.kind == "single" and s is not None and v.tick == s.tick)
         if s is not None and g is not None:
-            prog.new(f"{s.name}.cross_singleton({g.name}).map(lambda t: t[0] * 7 + t[1])", "stream", s.tick, ordered=s.ordered)
+            prog.new(
+                f"{s.name}.cross_singleton({g.name}).map(lambda t: t[0] * 7 + t[1])",
+                "stream",
+                s.tick,
+                ordered=s.ordered,
+            )
     elif op == 5:  # two tick streams combined
         a = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
-        b = prog.pick(d, lambda v: a is not None and v.kind == "stream" and v.tick == a.tick and v.elem == "int" and v is not a)
+        b = prog.pick(
+            d, lambda v: a is not None and v.kind == "stream" and v.tick == a.tick and v.elem == "int" and v is not a
+        )
         if a is None or b is None:
             return
         what = d.int(0, 3)
@@ -239,14 +265,23 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         elif what == 1:
             prog.new(f"{a.name}.merge_unordered({b.name})", "stream", a.tick, ordered=False)
         elif what == 2:
-            prog.new(f"{a.name}.cross_product({b.name}).map(lambda t: t[0] * 10 + t[1])", "stream", a.tick, ordered=False)
+            prog.new(
+                f"{a.name}.cross_product({b.name}).map(lambda t: t[0] * 10 + t[1])", "stream", a.tick, ordered=False
+            )
         else:
             ka = f"{a.name}.map({d.choice(TO_PAIR)})"
             kb = f"{b.name}.map({d.choice(TO_PAIR)})"
             if d.bool():
-                prog.new(f"{ka}.join({kb}).map(lambda t: t[0] + t[1][0] * 3 + t[1][1])", "stream", a.tick, ordered=False)
+                prog.new(
+                    f"{ka}.join({kb}).map(lambda t: t[0] + t[1][0] * 3 + t[1][1])", "stream", a.tick, ordered=False
+                )
             else:
-                prog.new(f"{ka}.anti_join({b.name}.map(lambda x: x % 3)).map(lambda t: t[1])", "stream", a.tick, ordered=a.ordered)
+                prog.new(
+                    f"{ka}.anti_join({b.name}.map(lambda x: x % 3)).map(lambda t: t[1])",
+                    "stream",
+                    a.tick,
+                    ordered=a.ordered,
+                )
     elif op == 6:  # per-tick reshaping
         v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
         if v is None:
@@ -271,7 +306,9 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
     elif op == 8:  # keyed streams
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is not None:
-            prog.new(f"{v.name}.map({d.choice(TO_PAIR)}).into_keyed()", "keyed", v.tick, ordered=v.ordered, source=v.source)
+            prog.new(
+                f"{v.name}.map({d.choice(TO_PAIR)}).into_keyed()", "keyed", v.tick, ordered=v.ordered, source=v.source
+            )
     elif op == 14:  # two tick singletons
         a = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
         b = prog.pick(d, lambda v: a is not None and v.kind == "single" and v.tick == a.tick)
@@ -285,7 +322,9 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         if what == 0:
             prog.new(f"{v.name}.unique()", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key)
         elif what == 1 and v.ordered:
-            prog.new(f"{v.name}.enumerate().map(lambda t: t[0] * 100 + t[1])", "keyed", v.tick, source=v.source, key=v.key)
+            prog.new(
+                f"{v.name}.enumerate().map(lambda t: t[0] * 100 + t[1])", "keyed", v.tick, source=v.source, key=v.key
+            )
         elif what == 2:
             f, comm = d.choice(REDUCES)
             comm = comm or not v.ordered
@@ -307,9 +346,18 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
             return
         what = d.int(0, 2)
         if what == 0:
-            prog.new(f"{v.name}.map({d.choice(STR_MAPS)})", "stream", v.tick, elem="str", ordered=v.ordered, source=v.source)
+            prog.new(
+                f"{v.name}.map({d.choice(STR_MAPS)})", "stream", v.tick, elem="str", ordered=v.ordered, source=v.source
+            )
         elif what == 1:
-            prog.new(f"{v.name}.filter({d.choice(STR_FILTERS)})", "stream", v.tick, elem="str", ordered=v.ordered, source=v.source)
+            prog.new(
+                f"{v.name}.filter({d.choice(STR_FILTERS)})",
+                "stream",
+                v.tick,
+                elem="str",
+                ordered=v.ordered,
+                source=v.source,
+            )
         else:
             prog.new(f"{v.name}.map({d.choice(STR_TO_INT)})", "stream", v.tick, ordered=v.ordered, source=v.source)
     elif op == 9:  # keyed aggregation into a keyed singleton
@@ -324,7 +372,9 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         elif what == 1:
             prog.new(f"{v.name}.count()", "ksingle", v.tick, key=v.key)
         else:
-            prog.new(f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key)
+            prog.new(
+                f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key
+            )
     elif op == 10:  # keyed singletons read in a tick
         v = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is None)
         if v is not None:
@@ -342,7 +392,12 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         if src is None:
             return
         keyed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
-        prog.new(f"{keyed}.lookup_keyed_singleton({ks.name}).entries().map(lambda t: t[0] * 1000 + t[1][0] + (t[1][1] or 0))", "stream", ks.tick, ordered=False)
+        prog.new(
+            f"{keyed}.lookup_keyed_singleton({ks.name}).entries().map(lambda t: t[0] * 1000 + t[1][0] + (t[1][1] or 0))",
+            "stream",
+            ks.tick,
+            ordered=False,
+        )
     elif op == 12:  # leave a tick
         v = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
         if v is not None:
@@ -354,7 +409,9 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         prog.counter += 1
         h, prev = f"h{prog.counter}", f"prev{prog.counter}"
         prog.lines.append(f"{h}, {prev} = {v.tick}.singleton_cycle(0)")
-        tot = prog.new(f"{prev}.zip({v.name}.fold_commutative(0, lambda a, x: a + x)).map(lambda t: t[0] + t[1])", "single", v.tick)
+        tot = prog.new(
+            f"{prev}.zip({v.name}.fold_commutative(0, lambda a, x: a + x)).map(lambda t: t[0] + t[1])", "single", v.tick
+        )
         prog.lines.append(f"{h}.complete_next_tick({tot.name})")
 
 

@@ -90,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from hydrolite.planner.spark.session import spark_session
 
-    spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"}, app_name="hydrolite-differential")
+    spark = spark_session(
+        "local[2]",
+        {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        app_name="hydrolite-differential",
+    )
     spark.sparkContext.setLogLevel("ERROR")
     counts: Counter[str] = Counter()
     found: list[str] = []
@@ -109,12 +113,21 @@ def main(argv: list[str] | None = None) -> int:
             os.makedirs(args.out, exist_ok=True)
             path = os.path.join(args.out, f"seed_{seed}.py")
             with open(path, "w") as fh:
-                fh.write(small.replace('"""A generated program (differential test)."""', f'"""Found by run_long seed {seed}: {out.status}."""'))
+                fh.write(
+                    small.replace(
+                        '"""A generated program (differential test)."""',
+                        f'"""Found by run_long seed {seed}: {out.status}."""',
+                    )
+                )
                 fh.write(f"\n\nSTEPS = {small_steps!r}\n")
             found.append(path)
-            print(f"--- shrunk reproducer ({path}):\n{small}\nSTEPS = {small_steps!r}\n{shrunk.detail}\n---", flush=True)
+            print(
+                f"--- shrunk reproducer ({path}):\n{small}\nSTEPS = {small_steps!r}\n{shrunk.detail}\n---", flush=True
+            )
     minutes = (time.time() - t0) / 60
-    print(f"\nprograms tried: {args.programs} (seeds {args.seed}..{args.seed + args.programs - 1}) in {minutes:.1f} min")
+    print(
+        f"\nprograms tried: {args.programs} (seeds {args.seed}..{args.seed + args.programs - 1}) in {minutes:.1f} min"
+    )
     print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     print(f"divergences found: {counts['divergent']}, errors: {counts['error']}; reproducers: {found or 'none'}")
     return 1 if found else 0

@@ -26,7 +26,9 @@ REGRESSIONS = os.path.join(os.path.dirname(__file__), "regressions")
 EXAMPLES = int(os.environ.get("HYDROLITE_DIFF_EXAMPLES", "12"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None
+)
 @given(st.data())
 def test_generated_programs_match_the_simulator(spark: SparkSession, data: st.DataObject) -> None:
     d = HypothesisDraw(data)

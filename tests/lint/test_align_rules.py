@@ -51,8 +51,14 @@ def test_inline_point_used_once_is_a_no_op() -> None:
 @pytest.mark.parametrize(
     "uses",
     [
-        ["count.snapshot_aligned(tick, align, nondet('consistent with acks'))", "acks = increment.release_aligned(align)"],
-        ["count.snapshot_aligned(tick, align, nondet('same prefix'))", "query.batch_aligned(other, align, nondet('same prefix'))"],
+        [
+            "count.snapshot_aligned(tick, align, nondet('consistent with acks'))",
+            "acks = increment.release_aligned(align)",
+        ],
+        [
+            "count.snapshot_aligned(tick, align, nondet('same prefix'))",
+            "query.batch_aligned(other, align, nondet('same prefix'))",
+        ],
         ["for c in count:", "    c.snapshot_aligned(tick, align, nondet('one read per counter, all aligned'))"],
     ],
 )

@@ -37,7 +37,9 @@ def test_findings_exit_1_in_flake8_format(tmp_path: Path) -> None:
     path = write(tmp_path / "bad.py", BAD)
     status, out, err = cli(path)
     assert status == 1 and err == ""
-    assert out == f"{path}:3:30: HL003 nondet() reason 'TODO' is a placeholder; say why every outcome is acceptable here\n"
+    assert (
+        out == f"{path}:3:30: HL003 nondet() reason 'TODO' is a placeholder; say why every outcome is acceptable here\n"
+    )
 
 
 def test_json_output(tmp_path: Path) -> None:
@@ -87,7 +89,7 @@ def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
         ('select = ["HL9"]', "HL9 match(es) no rule"),
         ('select = "HL"', "must be a list of strings"),
         ('colour = "red"', "unknown key(s)"),
-        ('select = [', "invalid TOML"),
+        ("select = [", "invalid TOML"),
     ],
 )
 def test_config_errors_exit_2(tmp_path: Path, table: str, fragment: str) -> None:
@@ -169,7 +171,9 @@ def test_fix_rewrites_files_and_keeps_their_encoding(tmp_path: Path) -> None:
 
 
 def test_fix_reports_what_is_left(tmp_path: Path) -> None:
-    path = write(tmp_path / "both.py", BAD + "def g(s, t):\n    nd = nondet('any grouping')\n    return s.batch(t, nd)\n")
+    path = write(
+        tmp_path / "both.py", BAD + "def g(s, t):\n    nd = nondet('any grouping')\n    return s.batch(t, nd)\n"
+    )
     status, out, err = cli("--fix", path)
     assert status == 1 and out.count("HL003") == 1 and "HL010" not in out
     assert "fixed 1 finding(s) in 1 file(s); 1 left" in err
@@ -185,7 +189,9 @@ def test_module_entry_point_and_console_script(tmp_path: Path) -> None:
     path = write(tmp_path / "bad.py", BAD)
     run = subprocess.run([sys.executable, "-m", "hydrolite_lint", path], capture_output=True, text=True, check=False)
     assert run.returncode == 1 and ": HL003 " in run.stdout and run.stderr == ""
-    run = subprocess.run([sys.executable, "-m", "hydrolite_lint", "--format"], capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "hydrolite_lint", "--format"], capture_output=True, text=True, check=False
+    )
     assert run.returncode == 2 and "Traceback" not in run.stderr
 
 

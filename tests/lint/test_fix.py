@@ -121,9 +121,14 @@ def test_constant_inlining_is_not_applied_when_unsafe(code: str) -> None:
 
 
 def test_fix_rounds_expose_the_placeholder_behind_a_constant() -> None:
-    source = "from hydrolite import nondet\nWHY = 'TODO'\ndef f(s, t):\n    nd = nondet(WHY)\n    return s.batch(t, nd)\n"
+    source = (
+        "from hydrolite import nondet\nWHY = 'TODO'\ndef f(s, t):\n    nd = nondet(WHY)\n    return s.batch(t, nd)\n"
+    )
     report = run(source, fix=True)
-    assert report.source == "from hydrolite import nondet\nWHY = 'TODO'\ndef f(s, t):\n    return s.batch(t, nondet('TODO'))\n"
+    assert (
+        report.source
+        == "from hydrolite import nondet\nWHY = 'TODO'\ndef f(s, t):\n    return s.batch(t, nondet('TODO'))\n"
+    )
     assert report.fixed == 2
     assert [(f.line, f.code) for f in report.findings] == [(4, "HL003")]
 

@@ -20,18 +20,33 @@ def body(*lines: str) -> str:
 
 INVALID = [
     # the count and the sum of one stream, each snapshotted on its own: they can disagree
-    ["n = xs.count().snapshot(tick, nondet('any'))", "s = xs.fold_commutative(0, lambda a, x: a + x).snapshot(tick, nondet('any'))", "n.zip(s)"],
+    [
+        "n = xs.count().snapshot(tick, nondet('any'))",
+        "s = xs.fold_commutative(0, lambda a, x: a + x).snapshot(tick, nondet('any'))",
+        "n.zip(s)",
+    ],
     ["xs.count().snapshot(tick, nondet('any')).zip(xs.map(abs).fold(0, max).snapshot(tick, nondet('any')))"],
-    ["total = xs.count()", "big = xs.filter(lambda x: x > 9).count()", "total.snapshot(tick, nondet('a')).map(str).cross_singleton(big.snapshot(tick, nondet('b')))"],
+    [
+        "total = xs.count()",
+        "big = xs.filter(lambda x: x > 9).count()",
+        "total.snapshot(tick, nondet('a')).map(str).cross_singleton(big.snapshot(tick, nondet('b')))",
+    ],
 ]
 
 VALID = [
     # different upstreams: nothing shared, nothing to agree on
     ["xs.count().snapshot(tick, nondet('any')).zip(ys.count().snapshot(tick, nondet('any')))"],
     # aligned reads are consistent by construction
-    ["xs.count().snapshot_aligned(tick, align, nondet('c')).zip(xs.fold(0, max).snapshot_aligned(tick, align, nondet('c')))"],
+    [
+        "xs.count().snapshot_aligned(tick, align, nondet('c')).zip(xs.fold(0, max).snapshot_aligned(tick, align, nondet('c')))"
+    ],
     # two different ticks are not combined
-    ["a = xs.count().snapshot(tick, nondet('any'))", "b = xs.fold(0, max).snapshot(other, nondet('any'))", "a.into_stream().all_ticks()", "b.into_stream().all_ticks()"],
+    [
+        "a = xs.count().snapshot(tick, nondet('any'))",
+        "b = xs.fold(0, max).snapshot(other, nondet('any'))",
+        "a.into_stream().all_ticks()",
+        "b.into_stream().all_ticks()",
+    ],
     # one snapshot combined with a batch of the same stream (HL032's territory, not this rule)
     ["xs.batch(tick, nondet('any')).cross_singleton(xs.count().snapshot(tick, nondet('any')))"],
 ]

@@ -27,7 +27,23 @@ def test_empty_reason(reason: str) -> None:
 
 @pytest.mark.parametrize(
     "reason",
-    ["TODO", "todo", "TODO: explain", "tbd", "TBD later", "...", "…", "nondet", "Nondet.", "FIXME", "?", "xxx", "n/a", "reason", "why"],
+    [
+        "TODO",
+        "todo",
+        "TODO: explain",
+        "tbd",
+        "TBD later",
+        "...",
+        "…",
+        "nondet",
+        "Nondet.",
+        "FIXME",
+        "?",
+        "xxx",
+        "n/a",
+        "reason",
+        "why",
+    ],
 )
 def test_placeholder_reason(reason: str) -> None:
     code = f"def f(s, t):\n    s.batch(t, nondet({reason!r}))\n"
@@ -65,7 +81,12 @@ def test_non_literal_reason(arg: str) -> None:
 
 @pytest.mark.parametrize(
     "arg",
-    ['"any grouping " "is fine"', 'f"any grouping is fine"', 'reason="any grouping is fine"', '("any grouping"\n        " is fine")'],
+    [
+        '"any grouping " "is fine"',
+        'f"any grouping is fine"',
+        'reason="any grouping is fine"',
+        '("any grouping"\n        " is fine")',
+    ],
 )
 def test_literal_forms_are_accepted(arg: str) -> None:
     assert found(f"def f(s, t):\n    s.batch(t, nondet({arg}))\n", header=True) == []

@@ -66,7 +66,13 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(id: str, body: Callable[[Proc], object], *nodes: type[n.Node], divergence: str | None = None, raises: type[BaseException] = AssertionError) -> Callable[[Scenario], Scenario]:
+def case(
+    id: str,
+    body: Callable[[Proc], object],
+    *nodes: type[n.Node],
+    divergence: str | None = None,
+    raises: type[BaseException] = AssertionError,
+) -> Callable[[Scenario], Scenario]:
     """Register the decorated scenario with `body`, which builds the program on a fresh process."""
 
     def build() -> hl.Flow:
@@ -104,7 +110,9 @@ def noop(x: object) -> None:
     return None
 
 
-def batch_of_lists(p: Proc, port: str = "xs", ty: Any = int) -> tuple[hl.Tick[Any], hl.Stream[Any, Any, hl.Bounded, hl.TotalOrder]]:
+def batch_of_lists(
+    p: Proc, port: str = "xs", ty: Any = int
+) -> tuple[hl.Tick[Any], hl.Stream[Any, Any, hl.Bounded, hl.TotalOrder]]:
     """A tick whose batch is the elements of the one list a step sends."""
     t = p.tick()
     return t, p.source(port, list[ty]).batch(t, ANY).flat_map_ordered(each)
@@ -139,7 +147,9 @@ def walk(port: str, got: list[Any], versions: Sequence[Any]) -> None:
         while pos < len(versions) and versions[pos] != x:
             pos += 1
         assert pos < len(versions), f"{port!r} yielded {got!r}: not reads, in order, of the versions {versions!r}"
-    assert got[-1] == versions[-1], f"{port!r} yielded {got!r}: the last read is not the newest version {versions[-1]!r}"
+    assert got[-1] == versions[-1], (
+        f"{port!r} yielded {got!r}: the last read is not the newest version {versions[-1]!r}"
+    )
 
 
 def versions(s: Harness, versions: Mapping[str, Sequence[Any]]) -> None:
@@ -173,4 +183,6 @@ def numbered(s: Harness, port: str, items: list[Any], keyed: bool = False) -> No
     for key in {k for k, _, _ in rows}:
         indices = [i for k, i, _ in rows if k == key]
         want = list(range(len(indices)))
-        assert (sorted(indices) if keyed else indices) == want, f"{port!r} yielded {got!r}: not numbered 0, 1, ... in order"
+        assert (sorted(indices) if keyed else indices) == want, (
+            f"{port!r} yielded {got!r}: not numbered 0, 1, ... in order"
+        )

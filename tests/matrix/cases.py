@@ -33,29 +33,54 @@ __all__ = ["CASES"]
 # ---------------------------------------------------------------- streams, element-wise
 def _elementwise(s: Any) -> dict[str, Any]:
     return {  # filter() by a truthy int, not a bool
-        "map": s.map(lambda x: x * 10), "filter": s.filter(lambda x: x % 2), "filter_map": s.filter_map(lambda x: x * 2 if x > 1 else None),
-        "flat_map_ordered": s.flat_map_ordered(lambda x: [x] * x), "flat_map_unordered": s.flat_map_unordered(lambda x: {x, -x}), "inspect": s.inspect(noop),
+        "map": s.map(lambda x: x * 10),
+        "filter": s.filter(lambda x: x % 2),
+        "filter_map": s.filter_map(lambda x: x * 2 if x > 1 else None),
+        "flat_map_ordered": s.flat_map_ordered(lambda x: [x] * x),
+        "flat_map_unordered": s.flat_map_unordered(lambda x: {x, -x}),
+        "inspect": s.inspect(noop),
     }
 
 
 def _elementwise_run(s: Harness) -> None:
     s.sender("in").send_many([1, 2, 3])  # element-wise: the same outputs under every batching
-    want = {"map": [10, 20, 30], "filter": [1, 3], "filter_map": [4, 6], "flat_map_ordered": [1, 2, 2, 3, 3, 3], "inspect": [1, 2, 3]}
+    want = {
+        "map": [10, 20, 30],
+        "filter": [1, 3],
+        "filter_map": [4, 6],
+        "flat_map_ordered": [1, 2, 2, 3, 3, 3],
+        "inspect": [1, 2, 3],
+    }
     yields(s, {**want, "flat_map_unordered": [1, -1, 2, -2, 3, -3]}, unordered={"flat_map_unordered"})
     s.sender("in").send(4)
-    yields(s, {"map": [40], "filter_map": [8], "flat_map_ordered": [4] * 4, "inspect": [4], "flat_map_unordered": [4, -4]}, unordered={"flat_map_unordered"})
+    yields(
+        s,
+        {"map": [40], "filter_map": [8], "flat_map_ordered": [4] * 4, "inspect": [4], "flat_map_unordered": [4, -4]},
+        unordered={"flat_map_unordered"},
+    )
 
 
 _ELEMENTWISE = (n.Source, n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect, n.Sink)
-case("stream-elementwise-tick", lambda p: sinks(_elementwise(p.source("in", int).batch(p.tick(), ANY))), *_ELEMENTWISE, n.Batch, n.AllTicks)(_elementwise_run)
+case(
+    "stream-elementwise-tick",
+    lambda p: sinks(_elementwise(p.source("in", int).batch(p.tick(), ANY))),
+    *_ELEMENTWISE,
+    n.Batch,
+    n.AllTicks,
+)(_elementwise_run)
 case("stream-elementwise-top", lambda p: sinks(_elementwise(p.source("in", int))), *_ELEMENTWISE)(_elementwise_run)
 
 
 # ---------------------------------------------------------------- streams, aggregation
 def _aggregates(s: Any) -> dict[str, Any]:
     return {
-        "fold": s.fold(0, lambda a, x: a * 10 + x), "fold_commutative": s.fold_commutative(0, lambda a, x: a + x), "reduce": s.reduce(lambda a, x: a - x),
-        "reduce_commutative": s.reduce_commutative(lambda a, x: max(a, x)), "count": s.count(), "first": s.first(), "last": s.last(),
+        "fold": s.fold(0, lambda a, x: a * 10 + x),
+        "fold_commutative": s.fold_commutative(0, lambda a, x: a + x),
+        "reduce": s.reduce(lambda a, x: a - x),
+        "reduce_commutative": s.reduce_commutative(lambda a, x: max(a, x)),
+        "count": s.count(),
+        "first": s.first(),
+        "last": s.last(),
     }
 
 
@@ -67,11 +92,35 @@ def _aggregates_tick(p: Proc) -> None:
 @case("stream-aggregates-tick", _aggregates_tick, n.Fold, n.Reduce, n.Count, n.First, n.Last, n.IntoStream)
 def _aggregates_tick_run(s: Harness) -> None:
     s.sender("xs").send([3, 1, 2])
-    yields(s, {"fold": [312], "fold_commutative": [6], "reduce": [0], "reduce_commutative": [3], "count": [3], "first": [3], "last": [2], "fold_list": [[3, 1, 2]]})
+    yields(
+        s,
+        {
+            "fold": [312],
+            "fold_commutative": [6],
+            "reduce": [0],
+            "reduce_commutative": [3],
+            "count": [3],
+            "first": [3],
+            "last": [2],
+            "fold_list": [[3, 1, 2]],
+        },
+    )
     s.sender("xs").send([])  # an empty batch: folds give their init, the optional ones nothing
     yields(s, {"fold": [0], "fold_commutative": [0], "count": [0], "fold_list": [[]]})
     s.sender("xs").send([5])
-    yields(s, {"fold": [5], "fold_commutative": [5], "reduce": [5], "reduce_commutative": [5], "count": [1], "first": [5], "last": [5], "fold_list": [[5]]})
+    yields(
+        s,
+        {
+            "fold": [5],
+            "fold_commutative": [5],
+            "reduce": [5],
+            "reduce_commutative": [5],
+            "count": [1],
+            "first": [5],
+            "last": [5],
+            "fold_list": [[5]],
+        },
+    )
 
 
 def _order_tick(p: Proc) -> None:
@@ -82,7 +131,15 @@ def _order_tick(p: Proc) -> None:
 @case("stream-enumerate-unique-sort-tick", _order_tick, n.Enumerate, n.Unique, n.Sort)
 def _order_tick_run(s: Harness) -> None:
     s.sender("xs").send([3, 1, 3, 2])
-    yields(s, {"enumerate": [(0, 3), (1, 1), (2, 3), (3, 2)], "unique": [3, 1, 2], "sort": [1, 2, 3, 3], "sort_key": [3, 3, 2, 1]})
+    yields(
+        s,
+        {
+            "enumerate": [(0, 3), (1, 1), (2, 3), (3, 2)],
+            "unique": [3, 1, 2],
+            "sort": [1, 2, 3, 3],
+            "sort_key": [3, 3, 2, 1],
+        },
+    )
     s.sender("xs").send([2, 2])  # a new tick: indices restart, unique is per batch
     yields(s, {"enumerate": [(0, 2), (1, 2)], "unique": [2], "sort": [2, 2], "sort_key": [2, 2]})
 
@@ -113,9 +170,9 @@ def _zipped_top_run(*parts: list[Any]) -> Scenario:
 case("stream-folds-top", _zipped_top("fold", "fold_commutative", "count"), n.Fold, n.Count, n.Zip, n.Snapshot)(
     _zipped_top_run([0, 3, 31, 312], [0, 3, 4, 6], [0, 1, 2, 3])
 )
-case("stream-reduces-top", _zipped_top("reduce", "reduce_commutative", "first", "last"), n.Reduce, n.First, n.Last, n.Zip)(
-    _zipped_top_run([3, 2, 0], [3, 3, 3], [3, 3, 3], [3, 1, 2])
-)
+case(
+    "stream-reduces-top", _zipped_top("reduce", "reduce_commutative", "first", "last"), n.Reduce, n.First, n.Last, n.Zip
+)(_zipped_top_run([3, 2, 0], [3, 3, 3], [3, 3, 3], [3, 1, 2]))
 
 
 def _order_top(p: Proc) -> None:
@@ -161,26 +218,60 @@ def _carried(p: Proc, keyed: bool, tables: Callable[[Any], dict[str, Any]]) -> N
     q = p.source("q", str).batch(t, ANY)
     for name, table in tables(src).items():
         snap = table.snapshot_aligned(t, align, ALIGNED)
-        sinks({name: q.map(lambda k: (k, None)).into_keyed().lookup_keyed_singleton(snap).entries() if keyed else q.cross_singleton(snap)})
+        sinks(
+            {
+                name: q.map(lambda k: (k, None)).into_keyed().lookup_keyed_singleton(snap).entries()
+                if keyed
+                else q.cross_singleton(snap)
+            }
+        )
 
 
 def _carried_aggregates(src: Any) -> dict[str, Any]:
     return {**_aggregates(src), "count_map": src.count().map(lambda c: c * 100)}
 
 
-@case("carried-aggregates", lambda p: _carried(p, False, _carried_aggregates), n.Fold, n.Reduce, n.First, n.Last, n.Count, n.Map, n.CrossSingleton)
+@case(
+    "carried-aggregates",
+    lambda p: _carried(p, False, _carried_aggregates),
+    n.Fold,
+    n.Reduce,
+    n.First,
+    n.Last,
+    n.Count,
+    n.Map,
+    n.CrossSingleton,
+)
 def _carried_aggregates_run(s: Harness) -> None:
     s.sender("nums").send_many([3, 1, 2])
     s.receiver("ack").assert_yields([3, 1, 2])
     s.receiver("batch_aligned").assert_yields([3, 1, 2])
     s.sender("q").send("a")
-    want = {"fold": 312, "fold_commutative": 6, "reduce": 0, "reduce_commutative": 3, "count": 3, "first": 3, "last": 2, "count_map": 300}
+    want = {
+        "fold": 312,
+        "fold_commutative": 6,
+        "reduce": 0,
+        "reduce_commutative": 3,
+        "count": 3,
+        "first": 3,
+        "last": 2,
+        "count_map": 300,
+    }
     yields(s, {name: [("a", v)] for name, v in want.items()})
     s.sender("nums").send(4)
     s.receiver("ack").assert_yields([4])
     s.receiver("batch_aligned").assert_yields([4])
     s.sender("q").send("b")
-    want = {"fold": 3124, "fold_commutative": 10, "reduce": -4, "reduce_commutative": 4, "count": 4, "first": 3, "last": 4, "count_map": 400}
+    want = {
+        "fold": 3124,
+        "fold_commutative": 10,
+        "reduce": -4,
+        "reduce_commutative": 4,
+        "count": 4,
+        "first": 3,
+        "last": 4,
+        "count_map": 400,
+    }
     yields(s, {name: [("b", v)] for name, v in want.items()})
 
 
@@ -201,12 +292,33 @@ def _carried_keyed_run(want: Mapping[str, Any]) -> Scenario:
     return run
 
 
-_KEYED_WANT = {"fold": 31, "fold_commutative": 4, "reduce_commutative": 3, "count": 2, "first": 3, "last": 1, "count_map": 200, "count_filter": 2}
-case("carried-keyed", lambda p: _carried(p, True, _carried_keyed_tables), n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Map, n.Filter, n.KeyedLookup)(
-    _carried_keyed_run(_KEYED_WANT)
-)
+_KEYED_WANT = {
+    "fold": 31,
+    "fold_commutative": 4,
+    "reduce_commutative": 3,
+    "count": 2,
+    "first": 3,
+    "last": 1,
+    "count_map": 200,
+    "count_filter": 2,
+}
 case(
-    "carried-keyed-reduce", lambda p: _carried(p, True, lambda kv: {"reduce": kv.reduce(lambda a, x: a - x)}), n.Reduce, n.KeyedLookup,
+    "carried-keyed",
+    lambda p: _carried(p, True, _carried_keyed_tables),
+    n.Fold,
+    n.Reduce,
+    n.Count,
+    n.First,
+    n.Last,
+    n.Map,
+    n.Filter,
+    n.KeyedLookup,
+)(_carried_keyed_run(_KEYED_WANT))
+case(
+    "carried-keyed-reduce",
+    lambda p: _carried(p, True, lambda kv: {"reduce": kv.reduce(lambda a, x: a - x)}),
+    n.Reduce,
+    n.KeyedLookup,
 )(_carried_keyed_run({"reduce": 2}))
 
 
@@ -216,21 +328,35 @@ _KV = [("a", 1), ("b", 2), ("a", 3)]
 
 def _keyed_elementwise(kv: Any) -> dict[str, Any]:
     return {
-        "map": kv.map(lambda v: v * 10), "filter": kv.filter(lambda v: v > 1).entries(), "filter_map": kv.filter_map(lambda v: -v if v != 2 else None),
-        "flat_map_ordered": kv.flat_map_ordered(lambda v: [v, v]), "flat_map_unordered": kv.flat_map_unordered(lambda v: {v, -v}),
-        "inspect": kv.inspect(noop), "values": kv.values(),
+        "map": kv.map(lambda v: v * 10),
+        "filter": kv.filter(lambda v: v > 1).entries(),
+        "filter_map": kv.filter_map(lambda v: -v if v != 2 else None),
+        "flat_map_ordered": kv.flat_map_ordered(lambda v: [v, v]),
+        "flat_map_unordered": kv.flat_map_unordered(lambda v: {v, -v}),
+        "inspect": kv.inspect(noop),
+        "values": kv.values(),
     }
 
 
 _KEYED_ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect, n.Entries, n.Values)
 _KEYED_ELEMENTWISE_WANT: dict[str, list[Any]] = {
-    "map": [("a", 10), ("b", 20), ("a", 30)], "filter": [("b", 2), ("a", 3)], "filter_map": [("a", -1), ("a", -3)],
+    "map": [("a", 10), ("b", 20), ("a", 30)],
+    "filter": [("b", 2), ("a", 3)],
+    "filter_map": [("a", -1), ("a", -3)],
     "flat_map_ordered": [("a", 1), ("a", 1), ("b", 2), ("b", 2), ("a", 3), ("a", 3)],
-    "flat_map_unordered": [("a", 1), ("a", -1), ("b", 2), ("b", -2), ("a", 3), ("a", -3)], "inspect": _KV, "values": [1, 2, 3],
+    "flat_map_unordered": [("a", 1), ("a", -1), ("b", 2), ("b", -2), ("a", 3), ("a", -3)],
+    "inspect": _KV,
+    "values": [1, 2, 3],
 }
 
 
-@case("keyed-elementwise-tick", lambda p: sinks(_keyed_elementwise(p.keyed_source("kv", str, int).batch(p.tick(), ANY))), *_KEYED_ELEMENTWISE, n.Batch, n.AllTicks)
+@case(
+    "keyed-elementwise-tick",
+    lambda p: sinks(_keyed_elementwise(p.keyed_source("kv", str, int).batch(p.tick(), ANY))),
+    *_KEYED_ELEMENTWISE,
+    n.Batch,
+    n.AllTicks,
+)
 def _keyed_elementwise_tick(s: Harness) -> None:
     s.sender("kv").send_many(_KV)  # element-wise: the same outputs under every batching
     yields(s, _KEYED_ELEMENTWISE_WANT, unordered=_KEYED_ELEMENTWISE_WANT)
@@ -244,10 +370,20 @@ def _keyed_top(p: Proc) -> None:
 @case("keyed-elementwise-top", _keyed_top, *_KEYED_ELEMENTWISE, n.Enumerate, n.Unique, n.Keys)
 def _keyed_top_run(s: Harness) -> None:
     s.sender("kv").send_many(_KV)
-    want: dict[str, list[Any]] = {**_KEYED_ELEMENTWISE_WANT, "enumerate": [("a", (0, 1)), ("b", (0, 2)), ("a", (1, 3))], "unique": _KV, "keys": ["a", "b"]}
+    want: dict[str, list[Any]] = {
+        **_KEYED_ELEMENTWISE_WANT,
+        "enumerate": [("a", (0, 1)), ("b", (0, 2)), ("a", (1, 3))],
+        "unique": _KV,
+        "keys": ["a", "b"],
+    }
     yields(s, want, unordered=want)
     s.sender("kv").send_many([("b", 2), ("c", 1), ("a", 1)])  # state across steps, per key
-    want = {"enumerate": [("b", (1, 2)), ("c", (0, 1)), ("a", (2, 1))], "unique": [("c", 1)], "keys": ["c"], "values": [2, 1, 1]}
+    want = {
+        "enumerate": [("b", (1, 2)), ("c", (0, 1)), ("a", (2, 1))],
+        "unique": [("c", 1)],
+        "keys": ["c"],
+        "values": [2, 1, 1],
+    }
     yields(s, want, unordered=want)
     for port in ("map", "filter", "filter_map", "flat_map_ordered", "flat_map_unordered", "inspect"):
         s.receiver(port).collect()  # checked in the first step
@@ -263,13 +399,32 @@ def _keyed_aggregates_tick(p: Proc) -> None:
     sinks({**_aggregates(kv), "enumerate": kv.enumerate(), "unique": kv.unique(), "keys": kv.keys()})
 
 
-@case("keyed-aggregates-tick", _keyed_aggregates_tick, n.IntoKeyed, n.Fold, n.Reduce, n.Count, n.First, n.Last, n.Enumerate, n.Unique, n.Keys)
+@case(
+    "keyed-aggregates-tick",
+    _keyed_aggregates_tick,
+    n.IntoKeyed,
+    n.Fold,
+    n.Reduce,
+    n.Count,
+    n.First,
+    n.Last,
+    n.Enumerate,
+    n.Unique,
+    n.Keys,
+)
 def _keyed_aggregates_tick_run(s: Harness) -> None:
     s.sender("kvs").send([("a", 3), ("b", 2), ("a", 1), ("a", 3)])
     want: dict[str, list[Any]] = {
-        "fold": [("a", 313), ("b", 2)], "fold_commutative": [("a", 7), ("b", 2)], "reduce": [("a", -1), ("b", 2)],
-        "reduce_commutative": [("a", 3), ("b", 2)], "count": [("a", 3), ("b", 1)], "first": [("a", 3), ("b", 2)], "last": [("a", 3), ("b", 2)],
-        "enumerate": [("a", (0, 3)), ("b", (0, 2)), ("a", (1, 1)), ("a", (2, 3))], "unique": [("a", 3), ("b", 2), ("a", 1)], "keys": ["a", "b"],
+        "fold": [("a", 313), ("b", 2)],
+        "fold_commutative": [("a", 7), ("b", 2)],
+        "reduce": [("a", -1), ("b", 2)],
+        "reduce_commutative": [("a", 3), ("b", 2)],
+        "count": [("a", 3), ("b", 1)],
+        "first": [("a", 3), ("b", 2)],
+        "last": [("a", 3), ("b", 2)],
+        "enumerate": [("a", (0, 3)), ("b", (0, 2)), ("a", (1, 1)), ("a", (2, 3))],
+        "unique": [("a", 3), ("b", 2), ("a", 1)],
+        "keys": ["a", "b"],
     }
     yields(s, want, unordered=want)
     s.sender("kvs").send([("a", 3)])  # a new tick: tables are per tick, indices restart, unique is per batch
@@ -280,23 +435,54 @@ def _keyed_aggregates_tick_run(s: Harness) -> None:
 def _keyed_singleton_tick(p: Proc) -> None:
     t, kv = _keyed_batch(p)
     table = kv.count()
-    sinks({
-        "map": table.map(lambda c: c * 100), "filter": table.filter(lambda c: c > 1), "keys": table.keys(), "values": table.values(),
-        "get": table.get(t.singleton("a")), "get_missing": table.get(t.singleton("z")).unwrap_or(-1),
-        "get_many_if_present": table.filter(lambda c: c > 1).get_many_if_present(kv), "lookup_keyed_singleton": kv.lookup_keyed_singleton(table.filter(lambda c: c > 1)),
-    })
+    sinks(
+        {
+            "map": table.map(lambda c: c * 100),
+            "filter": table.filter(lambda c: c > 1),
+            "keys": table.keys(),
+            "values": table.values(),
+            "get": table.get(t.singleton("a")),
+            "get_missing": table.get(t.singleton("z")).unwrap_or(-1),
+            "get_many_if_present": table.filter(lambda c: c > 1).get_many_if_present(kv),
+            "lookup_keyed_singleton": kv.lookup_keyed_singleton(table.filter(lambda c: c > 1)),
+        }
+    )
 
 
-@case("keyed-singleton-tick", _keyed_singleton_tick, n.Map, n.Filter, n.Entries, n.Keys, n.Values, n.KeyedGet, n.KeyedLookup, n.TickConstant)
+@case(
+    "keyed-singleton-tick",
+    _keyed_singleton_tick,
+    n.Map,
+    n.Filter,
+    n.Entries,
+    n.Keys,
+    n.Values,
+    n.KeyedGet,
+    n.KeyedLookup,
+    n.TickConstant,
+)
 def _keyed_singleton_tick_run(s: Harness) -> None:
     s.sender("kvs").send([("a", 1), ("b", 2), ("a", 3)])
     want: dict[str, list[Any]] = {
-        "map": [("a", 200), ("b", 100)], "filter": [("a", 2)], "keys": ["a", "b"], "values": [2, 1],
-        "get_many_if_present": [("a", (1, 2)), ("a", (3, 2))], "lookup_keyed_singleton": [("a", (1, 2)), ("b", (2, None)), ("a", (3, 2))],
+        "map": [("a", 200), ("b", 100)],
+        "filter": [("a", 2)],
+        "keys": ["a", "b"],
+        "values": [2, 1],
+        "get_many_if_present": [("a", (1, 2)), ("a", (3, 2))],
+        "lookup_keyed_singleton": [("a", (1, 2)), ("b", (2, None)), ("a", (3, 2))],
     }
     yields(s, {**want, "get": [2], "get_missing": [-1]}, unordered=want)
     s.sender("kvs").send([("b", 5)])
-    yields(s, {"map": [("b", 100)], "keys": ["b"], "values": [1], "get_missing": [-1], "lookup_keyed_singleton": [("b", (5, None))]})
+    yields(
+        s,
+        {
+            "map": [("b", 100)],
+            "keys": ["b"],
+            "values": [1],
+            "get_missing": [-1],
+            "lookup_keyed_singleton": [("b", (5, None))],
+        },
+    )
 
 
 def _keyed_snapshots(tables: Callable[[Any], dict[str, Any]]) -> Callable[[Proc], None]:
@@ -320,21 +506,44 @@ def _keyed_snapshots_run(steps: list[tuple[Any, dict[str, list[Any]]]]) -> Scena
 
 
 _KEYED_TOP: dict[str, Callable[[Any], Any]] = {
-    "fold": lambda kv: kv.fold(0, lambda a, x: a * 10 + x), "count_map": lambda kv: kv.count().map(lambda c: c * 100),
+    "fold": lambda kv: kv.fold(0, lambda a, x: a * 10 + x),
+    "count_map": lambda kv: kv.count().map(lambda c: c * 100),
     "reduce_filter": lambda kv: kv.reduce_commutative(lambda a, x: max(a, x)).filter(lambda v: v > 1),
 }
-case("keyed-folds-top", _keyed_snapshots(lambda kv: {k: f(kv) for k, f in _KEYED_TOP.items()}), n.Fold, n.Count, n.Reduce, n.Map, n.Filter, n.KeyedGet, n.IntoSingleton)(
-    _keyed_snapshots_run([
-        (("a", 1), {"fold": [None, 1], "count_map": [None, 100], "reduce_filter": [None]}),
-        (("b", 7), {"fold": [1], "count_map": [100], "reduce_filter": [None]}),
-        (("a", 3), {"fold": [1, 13], "count_map": [100, 200], "reduce_filter": [None, 3]}),
-    ])
+case(
+    "keyed-folds-top",
+    _keyed_snapshots(lambda kv: {k: f(kv) for k, f in _KEYED_TOP.items()}),
+    n.Fold,
+    n.Count,
+    n.Reduce,
+    n.Map,
+    n.Filter,
+    n.KeyedGet,
+    n.IntoSingleton,
+)(
+    _keyed_snapshots_run(
+        [
+            (("a", 1), {"fold": [None, 1], "count_map": [None, 100], "reduce_filter": [None]}),
+            (("b", 7), {"fold": [1], "count_map": [100], "reduce_filter": [None]}),
+            (("a", 3), {"fold": [1, 13], "count_map": [100, 200], "reduce_filter": [None, 3]}),
+        ]
+    )
 )
-case("keyed-reduces-top", _keyed_snapshots(lambda kv: {k: v for k, v in _aggregates(kv).items() if k in ("fold_commutative", "reduce", "first", "last")}), n.Reduce, n.First, n.Last)(
-    _keyed_snapshots_run([
-        (("a", 5), {"fold_commutative": [None, 5], "reduce": [None, 5], "first": [None, 5], "last": [None, 5]}),
-        (("a", 2), {"fold_commutative": [5, 7], "reduce": [5, 3], "first": [5], "last": [5, 2]}),
-    ])
+case(
+    "keyed-reduces-top",
+    _keyed_snapshots(
+        lambda kv: {k: v for k, v in _aggregates(kv).items() if k in ("fold_commutative", "reduce", "first", "last")}
+    ),
+    n.Reduce,
+    n.First,
+    n.Last,
+)(
+    _keyed_snapshots_run(
+        [
+            (("a", 5), {"fold_commutative": [None, 5], "reduce": [None, 5], "first": [None, 5], "last": [None, 5]}),
+            (("a", 2), {"fold_commutative": [5, 7], "reduce": [5, 3], "first": [5], "last": [5, 2]}),
+        ]
+    )
 )
 
 
@@ -342,40 +551,95 @@ case("keyed-reduces-top", _keyed_snapshots(lambda kv: {k: v for k, v in _aggrega
 def _singletons_tick(p: Proc) -> None:
     t, b = batch_of_lists(p)
     c, f = b.count(), b.first()
-    sinks({
-        "map": c.map(lambda x: x + 1), "filter": c.filter(lambda x: x > 1), "filter_map": c.filter_map(lambda x: x * 2 if x != 1 else None),
-        "inspect": c.inspect(noop), "zip": c.zip(t.singleton("k")), "zip_optional": c.zip(f), "flat_map_ordered": c.flat_map_ordered(lambda x: range(x)),
-        "opt_map": f.map(lambda x: x * 10), "opt_filter": f.filter(lambda x: x > 2), "opt_filter_map": f.filter_map(lambda x: -x if x != 4 else None),
-        "opt_inspect": f.inspect(noop), "opt_zip": f.zip(c), "unwrap_or": f.unwrap_or(-1), "into_singleton": f.into_singleton(),
-        "cross_singleton": b.cross_singleton(c), "cross_optional": b.cross_singleton(f.filter(lambda x: x > 2)),
-    })
+    sinks(
+        {
+            "map": c.map(lambda x: x + 1),
+            "filter": c.filter(lambda x: x > 1),
+            "filter_map": c.filter_map(lambda x: x * 2 if x != 1 else None),
+            "inspect": c.inspect(noop),
+            "zip": c.zip(t.singleton("k")),
+            "zip_optional": c.zip(f),
+            "flat_map_ordered": c.flat_map_ordered(lambda x: range(x)),
+            "opt_map": f.map(lambda x: x * 10),
+            "opt_filter": f.filter(lambda x: x > 2),
+            "opt_filter_map": f.filter_map(lambda x: -x if x != 4 else None),
+            "opt_inspect": f.inspect(noop),
+            "opt_zip": f.zip(c),
+            "unwrap_or": f.unwrap_or(-1),
+            "into_singleton": f.into_singleton(),
+            "cross_singleton": b.cross_singleton(c),
+            "cross_optional": b.cross_singleton(f.filter(lambda x: x > 2)),
+        }
+    )
 
 
 _SINGLETON_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect, n.Zip, n.UnwrapOr, n.IntoSingleton)
 
 
-@case("singleton-optional-tick", _singletons_tick, *_SINGLETON_OPS, n.FlatMap, n.CrossSingleton, n.IntoStream, n.TickConstant)
+@case(
+    "singleton-optional-tick",
+    _singletons_tick,
+    *_SINGLETON_OPS,
+    n.FlatMap,
+    n.CrossSingleton,
+    n.IntoStream,
+    n.TickConstant,
+)
 def _singletons_tick_run(s: Harness) -> None:
     s.sender("xs").send([3, 1])
-    yields(s, {
-        "map": [3], "filter": [2], "filter_map": [4], "inspect": [2], "zip": [(2, "k")], "zip_optional": [(2, 3)], "flat_map_ordered": [0, 1],
-        "opt_map": [30], "opt_filter": [3], "opt_filter_map": [-3], "opt_inspect": [3], "opt_zip": [(3, 2)], "unwrap_or": [3], "into_singleton": [3],
-        "cross_singleton": [(3, 2), (1, 2)], "cross_optional": [(3, 3), (1, 3)],
-    })
+    yields(
+        s,
+        {
+            "map": [3],
+            "filter": [2],
+            "filter_map": [4],
+            "inspect": [2],
+            "zip": [(2, "k")],
+            "zip_optional": [(2, 3)],
+            "flat_map_ordered": [0, 1],
+            "opt_map": [30],
+            "opt_filter": [3],
+            "opt_filter_map": [-3],
+            "opt_inspect": [3],
+            "opt_zip": [(3, 2)],
+            "unwrap_or": [3],
+            "into_singleton": [3],
+            "cross_singleton": [(3, 2), (1, 2)],
+            "cross_optional": [(3, 3), (1, 3)],
+        },
+    )
     s.sender("xs").send([])  # empty: the optional is empty, the count 0
-    yields(s, {"map": [1], "inspect": [0], "zip": [(0, "k")], "filter_map": [0], "unwrap_or": [-1], "into_singleton": [None]})
+    yields(
+        s,
+        {"map": [1], "inspect": [0], "zip": [(0, "k")], "filter_map": [0], "unwrap_or": [-1], "into_singleton": [None]},
+    )
     s.sender("xs").send([4])
-    yields(s, {
-        "map": [2], "inspect": [1], "zip": [(1, "k")], "zip_optional": [(1, 4)], "flat_map_ordered": [0], "opt_map": [40], "opt_filter": [4],
-        "opt_inspect": [4], "opt_zip": [(4, 1)], "unwrap_or": [4], "into_singleton": [4], "cross_singleton": [(4, 1)], "cross_optional": [(4, 4)],
-    })
+    yields(
+        s,
+        {
+            "map": [2],
+            "inspect": [1],
+            "zip": [(1, "k")],
+            "zip_optional": [(1, 4)],
+            "flat_map_ordered": [0],
+            "opt_map": [40],
+            "opt_filter": [4],
+            "opt_inspect": [4],
+            "opt_zip": [(4, 1)],
+            "unwrap_or": [4],
+            "into_singleton": [4],
+            "cross_singleton": [(4, 1)],
+            "cross_optional": [(4, 4)],
+        },
+    )
 
 
 def _singletons_top(p: Proc) -> None:
     src = p.source("in", int)
     c, f = src.count(), src.first()
     parts = (  # four zipped parts, each a chain of singleton operators
-        c.map(lambda x: x * 10).inspect(noop)
+        c.map(lambda x: x * 10)
+        .inspect(noop)
         .zip(c.filter(lambda x: x > 1).into_singleton())
         .zip(f.map(lambda x: x + 100).filter(lambda x: x > 105).unwrap_or(-1))
         .zip(c.filter_map(lambda x: -x if x != 2 else None).inspect(noop).zip(f).into_singleton())
@@ -397,7 +661,11 @@ def _flat_map_top(p: Proc) -> None:
 
 
 @case(
-    "singleton-flat-map-top", _flat_map_top, n.Count, n.FlatMap, raises=SparkPlanError,
+    "singleton-flat-map-top",
+    _flat_map_top,
+    n.Count,
+    n.FlatMap,
+    raises=SparkPlanError,
     divergence="refused at planning: a micro-batch computes one version of a top-level count per batch, the model one per element",
 )
 def _flat_map_top_run(s: Harness) -> None:
@@ -407,7 +675,11 @@ def _flat_map_top_run(s: Harness) -> None:
 
 
 @case(
-    "singleton-flat-map-top-versions", _flat_map_top, n.Count, n.FlatMap, raises=SparkPlanError,
+    "singleton-flat-map-top-versions",
+    _flat_map_top,
+    n.Count,
+    n.FlatMap,
+    raises=SparkPlanError,
     divergence="refused at planning: sending [7, 2] at once would give [0, 1] (one version per micro-batch), not [0, 0, 1]",
 )
 def _flat_map_top_versions(s: Harness) -> None:
@@ -419,25 +691,36 @@ def _flat_map_top_versions(s: Harness) -> None:
 def _binary_tick(p: Proc) -> None:
     b = batch_of_lists(p)[1]
     left, right = b.map(lambda x: (x % 2, x)), b.filter(lambda x: x > 1).map(lambda x: (x % 2, x * 10))
-    sinks({
-        "join": left.join(right), "anti_join": left.anti_join(b.filter(lambda x: x > 2).map(lambda x: x % 2)), "chain": b.chain(b.map(lambda x: x + 10)),
-        "cross_product": b.cross_product(b.filter(lambda x: x < 3)), "merge_unordered": b.merge_unordered(b.map(lambda x: -x)),
-    })
+    sinks(
+        {
+            "join": left.join(right),
+            "anti_join": left.anti_join(b.filter(lambda x: x > 2).map(lambda x: x % 2)),
+            "chain": b.chain(b.map(lambda x: x + 10)),
+            "cross_product": b.cross_product(b.filter(lambda x: x < 3)),
+            "merge_unordered": b.merge_unordered(b.map(lambda x: -x)),
+        }
+    )
 
 
 @case("binary-tick", _binary_tick, n.Join, n.AntiJoin, n.Chain, n.CrossProduct, n.MergeUnordered)
 def _binary_tick_run(s: Harness) -> None:
     s.sender("xs").send([1, 2, 3])
     want: dict[str, list[Any]] = {
-        "join": [(0, (2, 20)), (1, (1, 30)), (1, (3, 30))], "anti_join": [(0, 2)],
-        "cross_product": [(x, y) for x in (1, 2, 3) for y in (1, 2)], "merge_unordered": [1, 2, 3, -1, -2, -3],
+        "join": [(0, (2, 20)), (1, (1, 30)), (1, (3, 30))],
+        "anti_join": [(0, 2)],
+        "cross_product": [(x, y) for x in (1, 2, 3) for y in (1, 2)],
+        "merge_unordered": [1, 2, 3, -1, -2, -3],
     }
     yields(s, {**want, "chain": [1, 2, 3, 11, 12, 13]}, unordered=want)
     s.sender("xs").send([5])  # a new tick: nothing is kept from the previous batch
     yields(s, {"join": [(1, (5, 50))], "chain": [5, 15], "merge_unordered": [5, -5]}, unordered={"merge_unordered"})
 
 
-@case("merge-unordered-top", lambda p: p.source("a", int).merge_unordered(p.source("b", int)).sink("merged"), n.MergeUnordered)
+@case(
+    "merge-unordered-top",
+    lambda p: p.source("a", int).merge_unordered(p.source("b", int)).sink("merged"),
+    n.MergeUnordered,
+)
 def _merge_top(s: Harness) -> None:
     s.sender("a").send_many([1, 2])
     s.sender("b").send(3)
@@ -450,7 +733,11 @@ def _join_top(p: Proc) -> None:
 
 
 @case(
-    "join-cross-product-top", _join_top, n.Join, n.CrossProduct, raises=SparkPlanError,
+    "join-cross-product-top",
+    _join_top,
+    n.Join,
+    n.CrossProduct,
+    raises=SparkPlanError,
     divergence="unsupported (planner README): join()/cross_product() of two unbounded streams is refused at planning",
 )
 def _join_top_run(s: Harness) -> None:
@@ -462,8 +749,12 @@ def _join_top_run(s: Harness) -> None:
 
 
 @case(
-    "anti-join-top", lambda p: p.source("a", tuple[int, str]).anti_join(p.source_iter([2, 3])).sink("anti_join"), n.AntiJoin, n.SourceIter,
-    raises=SparkRunError, divergence="anti_join() of a top-level stream (by a source_iter's keys) fails at run time: 'not supported on Spark'",
+    "anti-join-top",
+    lambda p: p.source("a", tuple[int, str]).anti_join(p.source_iter([2, 3])).sink("anti_join"),
+    n.AntiJoin,
+    n.SourceIter,
+    raises=SparkRunError,
+    divergence="anti_join() of a top-level stream (by a source_iter's keys) fails at run time: 'not supported on Spark'",
 )
 def _anti_join_top(s: Harness) -> None:
     s.sender("a").send_many([(1, "x"), (2, "y"), (4, "z")])

@@ -27,7 +27,14 @@ def _deferred_streams(p: Proc) -> None:
     t, b = batch_of_lists(p)
     handle, previous = t.stream_cycle(int)
     handle.complete_next_tick(b.map(lambda x: x * 10))
-    sinks({"now": b, "defer_tick": b.defer_tick(), "keyed_defer_tick": b.map(lambda x: ("k", x)).into_keyed().defer_tick(), "stream_cycle": previous})
+    sinks(
+        {
+            "now": b,
+            "defer_tick": b.defer_tick(),
+            "keyed_defer_tick": b.map(lambda x: ("k", x)).into_keyed().defer_tick(),
+            "stream_cycle": previous,
+        }
+    )
 
 
 @case("defer-tick-stream-cycle", _deferred_streams, n.DeferTick, n.CycleSource, n.CycleSink)
@@ -42,20 +49,29 @@ def _deferred_streams_run(s: Harness) -> None:
 
 
 @case(
-    "defer-tick-stream-cycle-idle", _deferred_streams, n.DeferTick, n.CycleSource,
+    "defer-tick-stream-cycle-idle",
+    _deferred_streams,
+    n.DeferTick,
+    n.CycleSource,
 )
 def _deferred_idle_run(s: Harness) -> None:
     s.sender("xs").send([1, 2])
     s.receiver("now").assert_yields([1, 2])
-    yields(s, {"defer_tick": [1, 2], "stream_cycle": [10, 20], "keyed_defer_tick": [("k", 1), ("k", 2)]})  # a run of its own
+    yields(
+        s, {"defer_tick": [1, 2], "stream_cycle": [10, 20], "keyed_defer_tick": [("k", 1), ("k", 2)]}
+    )  # a run of its own
 
 
 def _deferred_values(p: Proc) -> None:
     b = batch_of_lists(p)[1]
-    sinks({
-        "count": b.count(), "singleton": b.count().defer_tick(), "optional": b.last().defer_tick(),
-        "keyed_singleton": b.map(lambda x: (x % 2, x)).into_keyed().count().defer_tick(),
-    })
+    sinks(
+        {
+            "count": b.count(),
+            "singleton": b.count().defer_tick(),
+            "optional": b.last().defer_tick(),
+            "keyed_singleton": b.map(lambda x: (x % 2, x)).into_keyed().count().defer_tick(),
+        }
+    )
 
 
 @case("defer-tick-values", _deferred_values, n.DeferTick, n.Count, n.Last)
@@ -63,7 +79,11 @@ def _deferred_values_run(s: Harness) -> None:
     s.sender("xs").send([1, 2, 3])  # the first tick: nothing deferred yet
     s.receiver("count").assert_yields([3])
     s.sender("xs").send([4])
-    yields(s, {"count": [1], "singleton": [3], "optional": [3], "keyed_singleton": [(1, 2), (0, 1)]}, unordered={"keyed_singleton"})
+    yields(
+        s,
+        {"count": [1], "singleton": [3], "optional": [3], "keyed_singleton": [(1, 2), (0, 1)]},
+        unordered={"keyed_singleton"},
+    )
     s.sender("xs").send([])
     yields(s, {"count": [0], "singleton": [1], "optional": [4], "keyed_singleton": [(0, 1)]})
 
@@ -94,10 +114,13 @@ def _latest(p: Proc) -> None:
     a, b = p.tick(), p.tick()
     batch = p.source("xs", list[int]).batch(a, ANY).flat_map_ordered(each)
     queries = p.source("q", str).batch(b, ANY)
-    sinks({
-        "count": batch.count(), "latest": queries.cross_singleton(batch.count().latest().snapshot(b, VERSION)),
-        "latest_optional": queries.cross_singleton(batch.last().latest().snapshot(b, VERSION)),
-    })
+    sinks(
+        {
+            "count": batch.count(),
+            "latest": queries.cross_singleton(batch.count().latest().snapshot(b, VERSION)),
+            "latest_optional": queries.cross_singleton(batch.last().latest().snapshot(b, VERSION)),
+        }
+    )
 
 
 @case("latest", _latest, n.Latest, n.Snapshot)
@@ -116,11 +139,17 @@ def _latest_run(s: Harness) -> None:
 def _latest_keyed(p: Proc) -> None:
     a, b = p.tick(), p.tick()
     table = p.source("xs", list[tuple[str, int]]).batch(a, ANY).flat_map_ordered(each).into_keyed().count().latest()
-    p.source("q", str).batch(b, ANY).cross_singleton(table.snapshot(b, VERSION).get(b.singleton("a"))).all_ticks().sink("latest_keyed")
+    p.source("q", str).batch(b, ANY).cross_singleton(table.snapshot(b, VERSION).get(b.singleton("a"))).all_ticks().sink(
+        "latest_keyed"
+    )
 
 
 @case(
-    "latest-keyed", _latest_keyed, n.Latest, n.KeyedGet, raises=SparkPlanError,
+    "latest-keyed",
+    _latest_keyed,
+    n.Latest,
+    n.KeyedGet,
+    raises=SparkPlanError,
     divergence="unsupported (planner README): a keyed singleton read by another query is refused at planning",
 )
 def _latest_keyed_run(s: Harness) -> None:
@@ -132,12 +161,19 @@ def _latest_keyed_run(s: Harness) -> None:
 # ---------------------------------------------------------------- order
 def _ordering(p: Proc) -> None:
     src, kv, b = p.source("in", int), p.keyed_source("kv", str, int), batch_of_lists(p)[1]
-    sinks({
-        "assume_ordering": src.weaken_ordering().assume_ordering(ORDER).enumerate(), "weaken_ordering": src.weaken_ordering(),
-        "keyed_assume_ordering": kv.weaken_ordering().assume_ordering(ORDER).enumerate().entries(),
-        "tick_assume_ordering": b.weaken_ordering().assume_ordering(ORDER).enumerate(), "tick_weaken_sort": b.weaken_ordering().sort(),
-        "keyed_weaken_fold": b.map(lambda x: (x % 2, x)).into_keyed().weaken_ordering().fold_commutative(0, lambda a, x: a + x),
-    })
+    sinks(
+        {
+            "assume_ordering": src.weaken_ordering().assume_ordering(ORDER).enumerate(),
+            "weaken_ordering": src.weaken_ordering(),
+            "keyed_assume_ordering": kv.weaken_ordering().assume_ordering(ORDER).enumerate().entries(),
+            "tick_assume_ordering": b.weaken_ordering().assume_ordering(ORDER).enumerate(),
+            "tick_weaken_sort": b.weaken_ordering().sort(),
+            "keyed_weaken_fold": b.map(lambda x: (x % 2, x))
+            .into_keyed()
+            .weaken_ordering()
+            .fold_commutative(0, lambda a, x: a + x),
+        }
+    )
 
 
 @case("ordering", _ordering, n.AssumeOrdering, n.WeakenOrdering, n.Enumerate, n.Sort)
@@ -168,7 +204,13 @@ def _aligned_at(p: Proc) -> None:
     inc = p.source("inc", int).aligned_at(align)
     both = inc.fold(0, lambda a, x: a + x).zip(p.source("config", int).count())
     inc.release_aligned(align).sink("ack")
-    sinks({"total": p.source("q", str).batch(t, ANY).cross_singleton(both.snapshot_aligned(t, align, ALIGNED).map(lambda sc: sc[0]))})
+    sinks(
+        {
+            "total": p.source("q", str)
+            .batch(t, ANY)
+            .cross_singleton(both.snapshot_aligned(t, align, ALIGNED).map(lambda sc: sc[0]))
+        }
+    )
 
 
 @case("aligned-at", _aligned_at, n.AlignedAt, n.ReleaseAligned, n.Snapshot, n.Fold)

@@ -30,7 +30,9 @@ def _params() -> list[Any]:
         out.append(pytest.param("sim", c, id=f"sim-{c.id}"))
         marks: list[Any] = [pytest.mark.spark]
         if c.spark_divergence is not None:
-            marks.append(pytest.mark.xfail(strict=True, raises=c.spark_raises, reason=f"divergence: {c.spark_divergence}"))
+            marks.append(
+                pytest.mark.xfail(strict=True, raises=c.spark_raises, reason=f"divergence: {c.spark_divergence}")
+            )
         out.append(pytest.param("spark", c, id=f"spark-{c.id}", marks=marks))
     return out
 
@@ -66,10 +68,14 @@ def test_every_node_class_is_exercised() -> None:
     covered: set[type[n.Node]] = set()
     for c in CASES:
         present = _classes_in(c)
-        assert c.nodes <= present, f"case {c.id!r} declares {sorted(x.__name__ for x in c.nodes - present)} but its program has none"
+        assert c.nodes <= present, (
+            f"case {c.id!r} declares {sorted(x.__name__ for x in c.nodes - present)} but its program has none"
+        )
         covered |= c.nodes
     missing = [cls.__name__ for cls in n.node_classes() if cls not in covered and cls not in EXCLUDED]
-    assert not missing, f"node classes no matrix case exercises: {missing} (add a case, or list them in EXCLUDED with a reason)"
+    assert not missing, (
+        f"node classes no matrix case exercises: {missing} (add a case, or list them in EXCLUDED with a reason)"
+    )
     stale = [cls.__name__ for cls in EXCLUDED if cls in covered]
     assert not stale, f"EXCLUDED lists classes a case exercises: {stale}"
 

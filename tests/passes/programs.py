@@ -127,7 +127,9 @@ def network_only_shared() -> hl.Flow:
     align = server.local_align_point()
     tick = server.tick()
     a.release_aligned(align).sink("acks")
-    b.fold(0, lambda s, x: s + x).snapshot_aligned(tick, align, nondet("consistent")).into_stream().all_ticks().sink("out")
+    b.fold(0, lambda s, x: s + x).snapshot_aligned(tick, align, nondet("consistent")).into_stream().all_ticks().sink(
+        "out"
+    )
     return flow.finalize()
 
 
@@ -170,7 +172,9 @@ def single_read() -> hl.Flow:
     p = flow.process(Server)
     align = p.local_align_point()
     tick = p.tick()
-    p.source("a", int).count().snapshot_aligned(tick, align, nondet("any version")).into_stream().all_ticks().sink("out")
+    p.source("a", int).count().snapshot_aligned(tick, align, nondet("any version")).into_stream().all_ticks().sink(
+        "out"
+    )
     p.local_align_point()  # never used
     return flow.finalize()
 

@@ -64,7 +64,6 @@ def test_bank_audit_sees_balances_and_total_from_one_ledger_prefix() -> None:
     assert Simulator(bank.build).exhaustive(audit) > 1  # many ledger prefixes, all consistent
 
 
-
 def test_kvstore_get_after_ack_never_misses_the_put_under_racing() -> None:
     # Two puts to one key race with an early get. After the first ack a get sees a put
     # (never None); after both acks it sees the last write. The naive variant (plain

@@ -197,8 +197,13 @@ def test_replay_hint_names_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     from hydrolite.sim.report import replay_line
 
     monkeypatch.delenv("PYTEST_CURRENT_TEST")  # outside pytest: the Python call and the command
-    line = replay_line("v1:1", net_flow, test_replay_hint_names_the_flags, None, {"interleavings": True, "per_key_snapshots": False})
-    assert "hydrolite.sim.replay(test_asynchrony.net_flow, test_asynchrony.test_replay_hint_names_the_flags, 'v1:1', interleavings=True)" in line
+    line = replay_line(
+        "v1:1", net_flow, test_replay_hint_names_the_flags, None, {"interleavings": True, "per_key_snapshots": False}
+    )
+    assert (
+        "hydrolite.sim.replay(test_asynchrony.net_flow, test_asynchrony.test_replay_hint_names_the_flags, 'v1:1', interleavings=True)"
+        in line
+    )
     assert "--interleavings --replay v1:1" in line and "per-key" not in line
 
 

@@ -159,7 +159,9 @@ def test_cluster_members_run_their_own_ticks() -> None:
     p = flow.process(Server)
     workers = flow.cluster(Workers)
     t = workers.tick()
-    p.source("in", int).broadcast(workers).batch(t, nondet("any grouping")).count().into_stream().all_ticks().sink("out")
+    p.source("in", int).broadcast(workers).batch(t, nondet("any grouping")).count().into_stream().all_ticks().sink(
+        "out"
+    )
     sim = Simulator(flow.finalize(), cluster_sizes={"Workers": 2})
 
     def scenario(s: Simulator) -> None:

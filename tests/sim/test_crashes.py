@@ -69,7 +69,9 @@ def any_answer(s: Simulator) -> None:
     ],
     ids=["counter-seed", "counter-acks", "naive-any-answer", "kvstore", "bank"],
 )
-def test_examples_survive_every_crash_point_of_every_schedule(build: Callable[[], hl.Flow], scenario: Any, plain: int, crashing: int) -> None:
+def test_examples_survive_every_crash_point_of_every_schedule(
+    build: Callable[[], hl.Flow], scenario: Any, plain: int, crashing: int
+) -> None:
     # Each crash-free execution E adds one execution per (tick run of E, crash point of that
     # run); the rest of the execution is explored as usual after the replay. The aligned
     # counter's seed scenario: run 1 (the increment; its carried count is state) has
@@ -88,7 +90,11 @@ def test_two_crashes_per_execution_include_crashes_during_a_replay() -> None:
         logs.add(tuple(s.crash_log))
 
     assert Simulator(counter.build).exhaustive(scenario, crashes=2) == 34
-    replayed_twice = [log for log in logs if len(log) == 2 and log[0].split(" (")[0].split(" of ", 1)[1] == log[1].split(" (")[0].split(" of ", 1)[1]]
+    replayed_twice = [
+        log
+        for log in logs
+        if len(log) == 2 and log[0].split(" (")[0].split(" of ", 1)[1] == log[1].split(" (")[0].split(" of ", 1)[1]
+    ]
     assert replayed_twice, "no execution crashed again while replaying the crashed run"
 
 
@@ -338,7 +344,9 @@ def test_run_once_with_a_chosen_crash() -> None:
         assert s.receiver("increment_ack").collect() == []  # the ack was read once, not twice
 
     sim.run_once(scenario, PrefixChooser([3]), crashes=True)
-    assert [entry.split(" (")[0] for entry in sim.crash_log] == ["after_sinks of run #1 of Tick#0[Process[Server]] on Process[Server]"]
+    assert [entry.split(" (")[0] for entry in sim.crash_log] == [
+        "after_sinks of run #1 of Tick#0[Process[Server]] on Process[Server]"
+    ]
 
 
 @sim_exhaustive(counter.build, crashes=True)

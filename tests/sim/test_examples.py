@@ -47,7 +47,9 @@ def naive_bank() -> hl.Flow:
     tick = b.tick()
     balance_sum = balances.snapshot(tick, nondet("any version")).values().fold_commutative(0, lambda x, v: x + v)
     total_now = total.snapshot(tick, nondet("any version"))
-    audits.batch(tick, nondet("any grouping")).cross_singleton(balance_sum.zip(total_now)).all_ticks().sink("audit_report")
+    audits.batch(tick, nondet("any grouping")).cross_singleton(balance_sum.zip(total_now)).all_ticks().sink(
+        "audit_report"
+    )
     return flow.finalize()
 
 

@@ -62,7 +62,9 @@ def gather_scenario(members: int, outcomes: set[Any], ask: bool = True, jobs: in
     return scenario
 
 
-def both_ways(build: Callable[[], hl.Flow], make: Callable[[set[Any]], Callable[[Simulator], None]], **options: Any) -> tuple[int, int, set[Any]]:
+def both_ways(
+    build: Callable[[], hl.Flow], make: Callable[[set[Any]], Callable[[Simulator], None]], **options: Any
+) -> tuple[int, int, set[Any]]:
     """(executions without reduction, with reduction, outcomes), asserting equal outcomes."""
     seen: dict[bool, set[Any]] = {True: set(), False: set()}
     counts = {}
@@ -74,7 +76,9 @@ def both_ways(build: Callable[[], hl.Flow], make: Callable[[set[Any]], Callable[
 
 @pytest.mark.parametrize("aligned", [False, True])
 def test_gather_outcomes_are_kept(aligned: bool) -> None:
-    full, reduced, seen = both_ways(lambda: gather(aligned), lambda out: gather_scenario(2, out, jobs=1), cluster_sizes={"Workers": 2})
+    full, reduced, seen = both_ways(
+        lambda: gather(aligned), lambda out: gather_scenario(2, out, jobs=1), cluster_sizes={"Workers": 2}
+    )
     assert reduced < full
     answers = {o[1][1][1] for o in seen if isinstance(o[1], tuple) and len(o[1]) == 2 and isinstance(o[1][1], tuple)}
     # aligned: the first released reply is already counted; not aligned: a stale tally (None) too
@@ -143,7 +147,9 @@ def test_assume_ordering_releases_are_not_merged_with_appends() -> None:
     def build() -> hl.Flow:
         flow = hl.FlowBuilder("order")
         p = flow.process(Server)
-        flow.process(Client).source("in", int).send(p).weaken_ordering().assume_ordering(nondet("any order")).sink("out")
+        flow.process(Client).source("in", int).send(p).weaken_ordering().assume_ordering(nondet("any order")).sink(
+            "out"
+        )
         return flow.finalize()
 
     def make(out: set[Any]) -> Callable[[Simulator], None]:

@@ -69,7 +69,9 @@ def _stale_read(s: sim.Simulator) -> None:
     s.receiver("query_response").assert_yields([("c1", 1)])
 
 
-def test_the_hint_outside_pytest_names_calls_that_work(user_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_hint_outside_pytest_names_calls_that_work(
+    user_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import user_checks
 
     monkeypatch.delenv("PYTEST_CURRENT_TEST")  # as if run from a script (pytest sets it per test call)
@@ -95,7 +97,9 @@ def test_the_hint_outside_pytest_names_calls_that_work(user_file: Path, capsys: 
     assert "hydrolite simulation failed: replay" in out and "^ released 0" in out
 
 
-def test_cli_explores_and_replays_a_decorated_test(user_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_explores_and_replays_a_decorated_test(
+    user_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PYTEST_CURRENT_TEST")
     assert sim_main(["user_checks.py:test_decorated"]) == 1  # the decorator knows its flow
     out = capsys.readouterr().out

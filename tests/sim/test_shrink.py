@@ -63,7 +63,9 @@ def race_scenario(s: Simulator) -> None:
     assert [tag for tag, _ in got[:2]] != ["b", "b"], got
 
 
-def brute_force_minimum(sim: Simulator, scenario: Callable[[Simulator], Any], signature: Any) -> tuple[int, int, list[int]]:
+def brute_force_minimum(
+    sim: Simulator, scenario: Callable[[Simulator], Any], signature: Any
+) -> tuple[int, int, list[int]]:
     """Walk every plain execution; the smallest (runs, length, choices) failing the same way."""
     best: tuple[int, int, list[int]] | None = None
     prefix: list[int] | None = []
@@ -98,9 +100,9 @@ def test_shrinking_finds_the_brute_force_minimum(name: str, reduce: bool) -> Non
     runs, length, choices = brute_force_minimum(Simulator(build), scenario, _signature(failure.cause))
     assert failure.choices == choices
     assert failure.replay.startswith("v1:")  # plain choices: the same string with or without reduction
-    assert f"shrunk to a minimal execution: {runs} tick run{'s' if runs != 1 else ''}, {length} choices" in str(failure) or (
-        "shrunk" not in str(failure)
-    )
+    assert f"shrunk to a minimal execution: {runs} tick run{'s' if runs != 1 else ''}, {length} choices" in str(
+        failure
+    ) or ("shrunk" not in str(failure))
     with pytest.raises(SimulationFailure):
         Simulator(build).replay(scenario, failure.replay)
 
@@ -126,5 +128,7 @@ def test_a_fuzzed_naive_average_shrinks_to_one_run() -> None:
     failure = info.value
     report = str(failure)
     assert report.count("* ran ") == 1
-    assert failure.choices == brute_force_minimum(Simulator(naive_average), average_scenario, _signature(failure.cause))[2]
+    assert (
+        failure.choices == brute_force_minimum(Simulator(naive_average), average_scenario, _signature(failure.cause))[2]
+    )
     assert "shrunk to a minimal execution: 1 tick run, 3 choices" in report

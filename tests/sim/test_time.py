@@ -118,7 +118,9 @@ def test_tick_constant_and_into_stream() -> None:
 def test_top_level_assume_ordering_releases_in_any_order() -> None:
     flow = hl.FlowBuilder("assume")
     p = flow.process(Server)
-    p.source("in", int).weaken_ordering().assume_ordering(nondet("the order does not matter here")).enumerate().sink("out")
+    p.source("in", int).weaken_ordering().assume_ordering(nondet("the order does not matter here")).enumerate().sink(
+        "out"
+    )
     sim = Simulator(flow.finalize())
     seen: set[tuple[Any, ...]] = set()
 

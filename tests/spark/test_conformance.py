@@ -18,7 +18,9 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.mark.parametrize(("name", "scenario"), CASES, ids=CASE_IDS)
-def test_example_scenario_on_spark(name: str, scenario: Callable[[Any], None], spark: SparkSession, tmp_path: Path) -> None:
+def test_example_scenario_on_spark(
+    name: str, scenario: Callable[[Any], None], spark: SparkSession, tmp_path: Path
+) -> None:
     build, _ = EXAMPLE_SCENARIOS[name]
     h = SparkHarness(build(), spark, str(tmp_path))
     h.run(scenario)

@@ -50,7 +50,12 @@ def test_offset_log_maps_each_tick_to_the_offsets_it_covered(spark: SparkSession
     inc = FeedWriter(str(tmp_path / "inc"), NONE, Prim(str))
     qry = FeedWriter(str(tmp_path / "qry"), NONE, Prim(str))
     ck = str(tmp_path / "ck")
-    with FlowRunner(counter.build(), spark=spark, checkpoint=ck, inputs={"increment": f"feed:{tmp_path}/inc", "query": f"feed:{tmp_path}/qry"}) as run:
+    with FlowRunner(
+        counter.build(),
+        spark=spark,
+        checkpoint=ck,
+        inputs={"increment": f"feed:{tmp_path}/inc", "query": f"feed:{tmp_path}/qry"},
+    ) as run:
         run.start()
         inc.send_many([("a", None), ("b", None)])
         run.process_all_available()
@@ -61,11 +66,15 @@ def test_offset_log_maps_each_tick_to_the_offsets_it_covered(spark: SparkSession
         run.process_all_available()
         assert run.memory("query_response").values() == [("a", 2), ("b", 3)]
     ticks = read_offset_log(ck)
-    assert [(t.query, t.batch_id, t.committed) for t in ticks] == [("tick0", 0, True), ("tick0", 1, True), ("tick0", 2, True)]
+    assert [(t.query, t.batch_id, t.committed) for t in ticks] == [
+        ("tick0", 0, True),
+        ("tick0", 1, True),
+        ("tick0", 2, True),
+    ]
     assert ticks[0].inputs == {"increment": (None, {"entries": 1}), "query": (None, {"entries": 0})}
     assert ticks[1].inputs == {"increment": ({"entries": 1}, {"entries": 1}), "query": ({"entries": 0}, {"entries": 1})}
     assert ticks[2].inputs == {"increment": ({"entries": 1}, {"entries": 2}), "query": ({"entries": 1}, {"entries": 2})}
-    assert "tick0 batch 2 [committed] increment: {\"entries\":1} -> {\"entries\":2}" in ticks[2].describe()
+    assert 'tick0 batch 2 [committed] increment: {"entries":1} -> {"entries":2}' in ticks[2].describe()
 
 
 def _write_json(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -85,10 +94,24 @@ def test_cli_run_once_with_file_ports_then_offsets(tmp_path: Path) -> None:
     _write_json(tmp_path / "qry" / "1.json", [{"key": "c1"}])
     ck, out = tmp_path / "ck", tmp_path / "out"
     cmd = [
-        sys.executable, "-m", "hydrolite.cli", "run", "examples/counter.py", "--once", "--checkpoint", str(ck),
-        "--input", f"increment=json:{tmp_path / 'inc'}", "--input", f"query=json:{tmp_path / 'qry'}",
-        "--output", f"increment_ack=json:{out / 'acks'}", "--output", f"query_response=json:{out / 'resp'}",
-        "--conf", "spark.sql.shuffle.partitions=2",
+        sys.executable,
+        "-m",
+        "hydrolite.cli",
+        "run",
+        "examples/counter.py",
+        "--once",
+        "--checkpoint",
+        str(ck),
+        "--input",
+        f"increment=json:{tmp_path / 'inc'}",
+        "--input",
+        f"query=json:{tmp_path / 'qry'}",
+        "--output",
+        f"increment_ack=json:{out / 'acks'}",
+        "--output",
+        f"query_response=json:{out / 'resp'}",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
@@ -96,7 +119,14 @@ def test_cli_run_once_with_file_ports_then_offsets(tmp_path: Path) -> None:
     assert "hydrolite done: query tick0: 1 batches" in res.stdout
     assert sorted(r["_1"] for r in _read_json_dir(out / "acks")) == ["c1", "c2"]
     assert _read_json_dir(out / "resp") == [{"_1": "c1", "_2": 2}]
-    res = subprocess.run([sys.executable, "-m", "hydrolite.cli", "offsets", str(ck), "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "hydrolite.cli", "offsets", str(ck), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     (line,) = res.stdout.splitlines()
     logged = json.loads(line)

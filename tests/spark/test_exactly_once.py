@@ -66,7 +66,14 @@ def read_outputs(d: Path) -> dict[str, list[tuple[int, Any]]]:
 
 
 def run_to_end(spark: SparkSession, d: Path, fault: Any = None) -> None:
-    with FlowRunner(counter.build(), spark=spark, checkpoint=str(d / "ck"), inputs=write_feeds(d) if not (d / "inc").exists() else _inputs(d), outputs=outputs(d), fault=fault) as run:
+    with FlowRunner(
+        counter.build(),
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs=write_feeds(d) if not (d / "inc").exists() else _inputs(d),
+        outputs=outputs(d),
+        fault=fault,
+    ) as run:
         run.start()
         run.process_all_available()
 
@@ -88,7 +95,9 @@ def reference(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.mark.parametrize("point", FAULT_POINTS)
-def test_crash_inside_a_batch_then_restart(point: str, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]) -> None:
+def test_crash_inside_a_batch_then_restart(
+    point: str, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]
+) -> None:
     fired: list[str] = []
 
     def fault(p: str, query: str, batch: int) -> None:
@@ -107,12 +116,30 @@ def test_crash_inside_a_batch_then_restart(point: str, spark: SparkSession, tmp_
 
 def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[str, Any]) -> None:
     inputs = write_feeds(tmp_path)
-    cmd = [sys.executable, "-m", "hydrolite.cli", "run", "examples/counter.py", "--until-idle", "2", "--checkpoint", str(tmp_path / "ck"),
-           "--conf", "spark.sql.shuffle.partitions=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hydrolite.cli",
+        "run",
+        "examples/counter.py",
+        "--until-idle",
+        "2",
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+    ]
     for port, spec in {**inputs, **outputs(tmp_path)}.items():
         cmd += ["--input" if port in inputs else "--output", f"{port}={spec}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    killed = subprocess.run(cmd, cwd=ROOT, env={**env, "HYDROLITE_FAULT": "kill:between_sinks:tick0:1"}, capture_output=True, text=True, timeout=240)
+    killed = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env={**env, "HYDROLITE_FAULT": "kill:between_sinks:tick0:1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert killed.returncode == 137, killed.stderr[-2000:]
     acks = read_outputs(tmp_path)["acks"]
     # died between the sinks of batch 1: its acks are written (file sinks run concurrently,
@@ -144,8 +171,18 @@ def test_callback_sinks_are_called_once_per_batch_across_a_crash(spark: SparkSes
             raise InjectedFault("crash after the callbacks of batch 1")
 
     def run(with_fault: bool) -> None:
-        outs = {"increment_ack": lambda b, vs: acks.append((b, sorted(vs))), "query_response": lambda b, vs: answers.append((b, vs))}
-        with FlowRunner(counter.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=_inputs(tmp_path), outputs=outs, fault=fault if with_fault else None) as r:
+        outs = {
+            "increment_ack": lambda b, vs: acks.append((b, sorted(vs))),
+            "query_response": lambda b, vs: answers.append((b, vs)),
+        }
+        with FlowRunner(
+            counter.build(),
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs=_inputs(tmp_path),
+            outputs=outs,
+            fault=fault if with_fault else None,
+        ) as r:
             r.start()
             r.process_all_available()
 

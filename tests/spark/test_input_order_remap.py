@@ -92,7 +92,9 @@ def file_values(name: str) -> list[int]:
 
 
 @pytest.mark.parametrize("fmt,lookup", [("json", "map"), ("csv", "join"), ("parquet", "map")])
-def test_files_in_one_batch_keep_file_then_row_order(fmt: str, lookup: str, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_files_in_one_batch_keep_file_then_row_order(
+    fmt: str, lookup: str, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if lookup == "join":  # the path taken by batches of many files (a backlog)
         monkeypatch.setattr(FileInput, "MAP_LOOKUP_MAX_FILES", 0)
     src = tmp_path / "in"
@@ -104,11 +106,20 @@ def test_files_in_one_batch_keep_file_then_row_order(fmt: str, lookup: str, spar
     with session_conf(spark, "spark.sql.files.maxPartitionBytes", "256"):
         # sanity: Spark cuts these files into many splits, packed largest first, so the
         # position of a row in the batch is not its arrival position
-        scan = spark.read.schema("value long").options(**({"header": "true"} if fmt == "csv" else {})).format(fmt).load(str(src))
-        by_position = [r["value"] for r in scan.select("value", F.monotonically_increasing_id().alias("i")).orderBy("i").collect()]
+        scan = (
+            spark.read.schema("value long")
+            .options(**({"header": "true"} if fmt == "csv" else {}))
+            .format(fmt)
+            .load(str(src))
+        )
+        by_position = [
+            r["value"] for r in scan.select("value", F.monotonically_increasing_id().alias("i")).orderBy("i").collect()
+        ]
         assert sorted(by_position) == sorted(expected) and by_position != expected
         # two files per micro-batch: [c, a] then [b, d]
-        with FlowRunner(enumerate_program(), spark=spark, checkpoint=ck, inputs={"x": f"{fmt}:{src}?maxFilesPerTrigger=2"}) as run:
+        with FlowRunner(
+            enumerate_program(), spark=spark, checkpoint=ck, inputs={"x": f"{fmt}:{src}?maxFilesPerTrigger=2"}
+        ) as run:
             run.start(once=True)
             run.await_termination()
             assert run.memory("enum").values() == list(enumerate(expected))
@@ -121,7 +132,12 @@ def test_files_in_one_batch_keep_file_then_row_order(fmt: str, lookup: str, spar
     assert ticks[1].files == batch_files(ck, query, 1)
     assert 'x: {"logOffset":0} -> {"logOffset":1} (2 files)' in ticks[1].describe()
     # the logged files replay exactly what the batch read
-    again = spark.read.schema("value long").options(**({"header": "true"} if fmt == "csv" else {})).format(fmt).load(batch_files(ck, query, 1)["x"])
+    again = (
+        spark.read.schema("value long")
+        .options(**({"header": "true"} if fmt == "csv" else {}))
+        .format(fmt)
+        .load(batch_files(ck, query, 1)["x"])
+    )
     assert sorted(r["value"] for r in again.collect()) == sorted(file_values("b") + file_values("d"))
 
 
@@ -136,7 +152,9 @@ def test_keyed_store_answers_the_newest_put_of_a_batch(spark: SparkSession, tmp_
     os.utime(puts / "p2.json", (1_000, 1_000))
     gets.mkdir()
     ck = str(tmp_path / "ck")
-    with FlowRunner(kvstore.build(), spark=spark, checkpoint=ck, inputs={"put": f"json:{puts}", "get": f"json:{gets}"}) as run:
+    with FlowRunner(
+        kvstore.build(), spark=spark, checkpoint=ck, inputs={"put": f"json:{puts}", "get": f"json:{gets}"}
+    ) as run:
         run.start()
         run.process_all_available()
         (gets / "g.json").write_text(json.dumps({"_1": "c3", "_2": "k"}) + "\n")
@@ -159,7 +177,9 @@ def stored_batch_ids(query_dir: str) -> list[int]:
     return sorted(out)
 
 
-def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(remap, "SEAL_EVERY", 8)
     monkeypatch.setattr(remap, "FANOUT", 3)
     n = 104  # Spark keeps offsets/4..103 only
@@ -167,7 +187,9 @@ def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(spark: Spar
     for i in range(n):
         feed.send_many([i])
     ck = str(tmp_path / "ck")
-    with FlowRunner(plus_one_program(), spark=spark, checkpoint=ck, inputs={"x": f"feed:{tmp_path / 'x'}?maxEntriesPerTrigger=1"}) as run:
+    with FlowRunner(
+        plus_one_program(), spark=spark, checkpoint=ck, inputs={"x": f"feed:{tmp_path / 'x'}?maxEntriesPerTrigger=1"}
+    ) as run:
         run.start(once=True)
         run.await_termination()
         assert run.memory("out").values() == [i + 1 for i in range(n)]
@@ -177,7 +199,9 @@ def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(spark: Spar
     ticks = read_offset_log(ck)
     assert [t.batch_id for t in ticks] == list(range(n))
     assert all(t.committed for t in ticks)
-    assert [t.inputs["x"] for t in ticks] == [(None if b == 0 else {"entries": b}, {"entries": b + 1}) for b in range(n)]
+    assert [t.inputs["x"] for t in ticks] == [
+        (None if b == 0 else {"entries": b}, {"entries": b + 1}) for b in range(n)
+    ]
     assert stored_batch_ids(qdir) == list(range(n))  # each batch stored once
     assert len(os.listdir(os.path.join(qdir, "remap"))) <= 8  # compacted: a few segments, not one file per batch
     assert batch_files(ck, query, 3) == {}  # a feed has no files
@@ -185,7 +209,9 @@ def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(spark: Spar
         batch_files(ck, query, 500)
 
 
-def test_a_replayed_batch_keeps_one_remap_entry(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replayed_batch_keeps_one_remap_entry(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(remap, "SEAL_EVERY", 2)
     monkeypatch.setattr(remap, "FANOUT", 2)
     feed = FeedWriter(str(tmp_path / "x"), Prim(int))
@@ -199,14 +225,27 @@ def test_a_replayed_batch_keeps_one_remap_entry(spark: SparkSession, tmp_path: P
         if point == "after_sinks" and batch == 3:  # outputs written, batch not committed
             raise InjectedFault("crash after the sinks of batch 3")
 
-    crashing = FlowRunner(plus_one_program(), spark=spark, checkpoint=ck, inputs=inputs, outputs={"out": lambda b, vs: out.append((b, vs))}, fault=fault)
+    crashing = FlowRunner(
+        plus_one_program(),
+        spark=spark,
+        checkpoint=ck,
+        inputs=inputs,
+        outputs={"out": lambda b, vs: out.append((b, vs))},
+        fault=fault,
+    )
     with pytest.raises(InjectedFault), crashing as run:
         run.start()
         run.process_all_available()
     (query,) = queries(ck)
     qdir = os.path.join(ck, query)
     assert max(read_remap(qdir)) == 3 and not read_offset_log(ck)[-1].committed
-    with FlowRunner(plus_one_program(), spark=spark, checkpoint=ck, inputs=inputs, outputs={"out": lambda b, vs: out.append((b, vs))}) as run:
+    with FlowRunner(
+        plus_one_program(),
+        spark=spark,
+        checkpoint=ck,
+        inputs=inputs,
+        outputs={"out": lambda b, vs: out.append((b, vs))},
+    ) as run:
         run.start()
         run.process_all_available()  # Spark replays batch 3, then runs 4 and 5
     assert [b for b, _ in out] == [0, 1, 2, 3, 4, 5]
@@ -224,12 +263,17 @@ def fake_query(tmp_path: Path, batches: int) -> str:
     (qdir / "spark" / "sources" / "1").mkdir(parents=True)
     for b in range(batches):
         (qdir / "spark" / "offsets" / str(b)).write_text(f'v1\n{{}}\n{{"entries":{b + 1}}}\n{{"logOffset":{b}}}\n')
-        files = [{"path": f"file:///d/{name}{b}%20x.json", "timestamp": ts, "batchId": b} for name, ts in (("late", 20), ("b", 10), ("a", 10))]
+        files = [
+            {"path": f"file:///d/{name}{b}%20x.json", "timestamp": ts, "batchId": b}
+            for name, ts in (("late", 20), ("b", 10), ("a", 10))
+        ]
         (qdir / "spark" / "sources" / "1" / str(b)).write_text("v1\n" + "\n".join(json.dumps(f) for f in files))
     return str(qdir)
 
 
-def test_remap_log_replays_seals_merges_and_survives_torn_and_stale_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remap_log_replays_seals_merges_and_survives_torn_and_stale_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(remap, "SEAL_EVERY", 2)
     monkeypatch.setattr(remap, "FANOUT", 2)
     qdir = fake_query(tmp_path, 12)
@@ -265,7 +309,10 @@ def test_latest_first_and_compacted_spark_source_logs(tmp_path: Path) -> None:
     src = os.path.join(qdir, "spark", "sources", "1")
     # Spark compacted batches 0..1 into 1.compact and deleted the plain files
     with open(os.path.join(src, "1.compact"), "w") as fh:
-        fh.write("v1\n" + "\n".join(json.dumps({"path": f"file:///d/{b}.json", "timestamp": 1, "batchId": b}) for b in (0, 1)))
+        fh.write(
+            "v1\n"
+            + "\n".join(json.dumps({"path": f"file:///d/{b}.json", "timestamp": 1, "batchId": b}) for b in (0, 1))
+        )
     os.remove(os.path.join(src, "0"))
     os.remove(os.path.join(src, "1"))
     assert source_files(src, 0) == [("file:///d/0.json", 1)]

@@ -138,7 +138,9 @@ def run_native_op(spark: SparkSession, kind: str, f: Callable[..., Any], t: HTyp
 
 
 @pytest.mark.parametrize("name, f, ty, values", CASES, ids=[c[0] for c in CASES])
-def test_native_translation_matches_the_kernel(name: str, f: Callable[..., Any], ty: Any, values: list[Any], spark: SparkSession) -> None:
+def test_native_translation_matches_the_kernel(
+    name: str, f: Callable[..., Any], ty: Any, values: list[Any], spark: SparkSession
+) -> None:
     t = from_python(ty)
     assert t is not None
     assert run_native(spark, f, t, values) == kernels.map_values(f, values)

@@ -76,9 +76,21 @@ def publish(src: Path, i: int) -> Path:
     return path
 
 
-def run(spark: SparkSession, d: Path, spec: str = "?maxFilesPerTrigger=1", fault: Callable[[str, str, int], None] | None = None) -> None:
+def run(
+    spark: SparkSession,
+    d: Path,
+    spec: str = "?maxFilesPerTrigger=1",
+    fault: Callable[[str, str, int], None] | None = None,
+) -> None:
     """Run to the end of the input (from the checkpoint `d/ck`, if any)."""
-    with FlowRunner(plus_one(), spark=spark, checkpoint=str(d / "ck"), inputs={"x": f"json:{d / 'in'}{spec}"}, outputs={"out": f"json:{d / 'out'}"}, fault=fault) as r:
+    with FlowRunner(
+        plus_one(),
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs={"x": f"json:{d / 'in'}{spec}"},
+        outputs={"out": f"json:{d / 'out'}"},
+        fault=fault,
+    ) as r:
         r.start()
         r.process_all_available()
 
@@ -119,7 +131,9 @@ def test_uninterrupted_run(spark: SparkSession, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ publishing: temporary and hidden names
-def test_temporary_and_hidden_names_are_not_read_and_reported_once(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_temporary_and_hidden_names_are_not_read_and_reported_once(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "in"
     src.mkdir()
     publish(src, 0)
@@ -131,7 +145,12 @@ def test_temporary_and_hidden_names_are_not_read_and_reported_once(spark: SparkS
     run(spark, tmp_path)
     assert outputs(tmp_path) == EXPECTED[:ROWS]
     err = capsys.readouterr().err
-    assert err.count("hydrolite: input 'x': skipping hidden file _notes.json (names starting with _ or . are not read; rename it to read it)") == 1
+    assert (
+        err.count(
+            "hydrolite: input 'x': skipping hidden file _notes.json (names starting with _ or . are not read; rename it to read it)"
+        )
+        == 1
+    )
     assert err.count("skipping temporary file old.json.inprogress") == 1
     assert "f1.json.tmp" not in err and ".f2.json" not in err and "_SUCCESS" not in err  # in progress / Hadoop's marker
     # the producer renames its files into place: they are read as they arrive
@@ -147,14 +166,25 @@ def test_the_glob_accepts_exactly_the_names_without_a_temporary_suffix() -> None
     """The `pathGlobFilter` spelled out as a suffix trie (Spark applied it in the test above)."""
     alternatives = [a.replace("[^", "[!") for a in NOT_TEMP_GLOB[1:-1].split(",")]  # fnmatch negates with !
     names = ["".join(p) for n in range(1, 6) for p in itertools.product(".tmpsx", repeat=n)]
-    names += ["a.json.inprogress", "inprogress", ".inprogress", "a.inprogres", "a.nprogress", "x.tmp.json", "f.json.tmp", "tmp"]
+    names += [
+        "a.json.inprogress",
+        "inprogress",
+        ".inprogress",
+        "a.inprogres",
+        "a.nprogress",
+        "x.tmp.json",
+        "f.json.tmp",
+        "tmp",
+    ]
     for name in names:
         accepted = any(fnmatch.fnmatchcase(name, a) for a in alternatives)
         assert accepted == (not name.endswith(TEMP_SUFFIXES)), name
 
 
 # ------------------------------------------------------------------ a file written to after Spark listed it
-def test_file_changed_after_listing_fails_the_batch_until_accepted(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_changed_after_listing_fails_the_batch_until_accepted(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = tmp_path / "in"
     src.mkdir()
     for i in range(3):
@@ -183,7 +213,10 @@ def test_file_changed_after_listing_fails_the_batch_until_accepted(spark: SparkS
     assert "run again with ?acceptChangedFiles=true on this input: batch 1 was not committed" in msg
     assert not spark_log(tmp_path, "commits", 1).exists()  # not committed: before the fix, 1 row of 3 was
     # a restart replays batch 1, whose listing still has the old modification time
-    with pytest.raises(SparkRunError, match=r"file .*f1\.json changed after Spark listed it for batch 1 .*listed with modification time"):
+    with pytest.raises(
+        SparkRunError,
+        match=r"file .*f1\.json changed after Spark listed it for batch 1 .*listed with modification time",
+    ):
         run(spark, tmp_path)
     capsys.readouterr()
     run(spark, tmp_path, "?maxFilesPerTrigger=1&acceptChangedFiles=true")  # the documented way out
@@ -194,7 +227,9 @@ def test_file_changed_after_listing_fails_the_batch_until_accepted(spark: SparkS
 # ------------------------------------------------------------------ a missing input directory
 def test_missing_directory_is_an_error_before_any_query_starts(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
-    with FlowRunner(plus_one(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"x": f"json:{tmp_path / 'inn'}"}) as r:
+    with FlowRunner(
+        plus_one(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"x": f"json:{tmp_path / 'inn'}"}
+    ) as r:
         with pytest.raises(SparkRunError) as info:
             r.start()
         assert all(s.query is None for s in r.stages)
@@ -262,7 +297,10 @@ def test_truncated_offsets_file_is_explained_and_rebuilt(spark: SparkSession, tm
         run(spark, tmp_path)
     msg = str(info.value)
     assert f"Spark's offset log entry {offsets} is damaged (line 2 is not valid JSON" in msg
-    assert f"rebuild it from hydrolite's remap log, which recorded batch 1's offsets when the batch started: hydrolite offsets {tmp_path / 'ck'} --repair" in msg
+    assert (
+        f"rebuild it from hydrolite's remap log, which recorded batch 1's offsets when the batch started: hydrolite offsets {tmp_path / 'ck'} --repair"
+        in msg
+    )
     assert repair_offsets(str(tmp_path / "ck")) == [str(offsets)]
     assert offsets.read_text().splitlines()[2] == text.splitlines()[2]  # the same end offset
     run(spark, tmp_path)
@@ -276,7 +314,7 @@ def test_truncated_commit_file_is_explained(spark: SparkSession, tmp_path: Path)
         publish(src, i)
     run(spark, tmp_path)
     commit = spark_log(tmp_path, "commits", 2)
-    commit.write_text("v1\n{\"nextBatch")
+    commit.write_text('v1\n{"nextBatch')
     with pytest.raises(SparkRunError) as info:
         run(spark, tmp_path)
     crc = commit.parent / f".{commit.name}.crc"
@@ -298,11 +336,35 @@ def test_cli_counts_every_input_row_and_stops_when_idle(tmp_path: Path) -> None:
     os.utime(src / "_x.json", (1000, 1000))
     (tmp_path / "prog.py").write_text(PROGRAM)
     idle = 2.0
-    cmd = [sys.executable, "-m", "hydrolite.cli", "run", str(tmp_path / "prog.py"), "--until-idle", str(idle), "--checkpoint", str(tmp_path / "ck"),
-           "--input", f"x=json:{src}?maxFilesPerTrigger=40", "--output", f"out=json:{tmp_path / 'out'}", "--conf", "spark.sql.shuffle.partitions=2",
-           # Spark keeps 2 progresses: rows were counted from them (800 of 4000 with --once)
-           "--conf", "spark.sql.streaming.numRecentProgressUpdates=2"]
-    res = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=240, check=False)
+    cmd = [
+        sys.executable,
+        "-m",
+        "hydrolite.cli",
+        "run",
+        str(tmp_path / "prog.py"),
+        "--until-idle",
+        str(idle),
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--input",
+        f"x=json:{src}?maxFilesPerTrigger=40",
+        "--output",
+        f"out=json:{tmp_path / 'out'}",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        # Spark keeps 2 progresses: rows were counted from them (800 of 4000 with --once)
+        "--conf",
+        "spark.sql.streaming.numRecentProgressUpdates=2",
+    ]
+    res = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     ended = time.time()
     assert res.returncode == 0, res.stderr[-3000:]
     (query,) = queries(str(tmp_path / "ck"))

@@ -82,7 +82,9 @@ def test_operators_native_python_and_stateful(spark: SparkSession, tmp_path: Pat
     paths = {k: v for s in h.runner.stages for k, v in s.progress.fn_paths.items()}
     assert paths[f"map() test_operators.py:{line_of('b.map(lambda x: x * 2)')}"] == "native"
     assert paths[f"map() test_operators.py:{line_of('b.map(digits_sorted)')}"].startswith("arrow (call of 'sorted')")
-    assert paths[f"fold() test_operators.py:{line_of('b.fold(0, lambda acc, x: acc * 2 + x)')}"].startswith("arrow (sequential fold")
+    assert paths[f"fold() test_operators.py:{line_of('b.fold(0, lambda acc, x: acc * 2 + x)')}"].startswith(
+        "arrow (sequential fold"
+    )
 
 
 def line_of(needle: str) -> int:
@@ -217,18 +219,26 @@ def test_failing_native_expression_is_traced_to_its_element(spark: SparkSession,
         SparkHarness(failing_program(lambda x: 10 // x), spark, str(tmp_path)).run(scenario)
     msg = str(info.value)
     assert "map() failed on element 0 in batch 0 of query 'tick0': ZeroDivisionError" in msg
-    assert 'batch(t, ANY).map(f)' in msg  # the operator's code line
+    assert "batch(t, ANY).map(f)" in msg  # the operator's code line
     assert f"the function is defined at test_operators.py:{line_of('failing_program(lambda x: 10 // x)')}" in msg
 
 
 def test_bad_input_data_names_the_port(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "1.json").write_text('{"value": 1}\n{"value": "not a number"}\n')
-    with FlowRunner(failing_program(lambda x: x), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"x": f"json:{tmp_path / 'in'}"}) as run:
+    with FlowRunner(
+        failing_program(lambda x: x),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"x": f"json:{tmp_path / 'in'}"},
+    ) as run:
         run.start()
-        with pytest.raises(BadDataError, match=r"input 'x' \(json files in .*\) has data that does not match its declared type Stream\[int") as info:
+        with pytest.raises(
+            BadDataError,
+            match=r"input 'x' \(json files in .*\) has data that does not match its declared type Stream\[int",
+        ) as info:
             run.process_all_available()
     msg = str(info.value)
-    assert f"test_operators.py:{line_of('def failing_program')+4}: input 'x'" in msg  # where the port is declared
+    assert f"test_operators.py:{line_of('def failing_program') + 4}: input 'x'" in msg  # where the port is declared
     assert "batch 0 of query 'tick0'" in msg and "not a number" in msg  # the offending value
     assert "\tat " not in msg  # no JVM stack trace

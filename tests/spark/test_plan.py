@@ -52,7 +52,9 @@ def test_plan_text_shows_queries_merged_ticks_and_regions() -> None:
     assert text.startswith("plan of 'counter': 1 query")
     assert "merged ticks: Tick#0[Process[Server]]" in text
     assert "aligned region align#0[Process[Server]]" in text
-    assert "reads: increment (counter.py:26), query (counter.py:27)  [one streaming DataFrame, tagged by source]" in text
+    assert (
+        "reads: increment (counter.py:26), query (counter.py:27)  [one streaming DataFrame, tagged by source]" in text
+    )
     assert "state (versioned by batch id): fold() counter.py:30" in text
     naive = render_text(plan_flow(counter_naive.build()))
     assert naive.startswith("plan of 'counter_naive': 2 queries")
@@ -119,7 +121,9 @@ def test_unbounded_join_is_rejected_at_plan_time() -> None:
     flow = hl.FlowBuilder("j")
     p = flow.process(Server)
     p.source("a", tuple[str, int]).join(p.source("b", tuple[str, int])).sink("out")
-    with pytest.raises(SparkPlanError, match=r"test_plan.py:\d+: join\(\) of unbounded streams .*\n.*fix: batch\(\) both sides"):
+    with pytest.raises(
+        SparkPlanError, match=r"test_plan.py:\d+: join\(\) of unbounded streams .*\n.*fix: batch\(\) both sides"
+    ):
         plan_flow(flow.finalize())
 
 
@@ -130,8 +134,12 @@ def fold_two_ticks() -> hl.Flow:
     total = p.source("xs", int).fold(0, lambda a, x: a + x)
     align = p.local_align_point()
     t1, t2 = p.tick(), p.tick()
-    total.snapshot_aligned(t1, align, nondet("any version, as long as both reads agree")).into_stream().all_ticks().sink("a")
-    total.snapshot_aligned(t2, align, nondet("any version, as long as both reads agree")).into_stream().all_ticks().sink("b")
+    total.snapshot_aligned(
+        t1, align, nondet("any version, as long as both reads agree")
+    ).into_stream().all_ticks().sink("a")
+    total.snapshot_aligned(
+        t2, align, nondet("any version, as long as both reads agree")
+    ).into_stream().all_ticks().sink("b")
     return flow.finalize()
 
 

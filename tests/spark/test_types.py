@@ -49,7 +49,12 @@ def test_python_types_map_to_spark_schemas(ty: Any, ddl: str) -> None:
 
 
 def test_values_roundtrip_through_the_encoding() -> None:
-    for ty, value in [(Order, Order(1, "x", ["a"], None)), (Move, Move("m", (1, -2))), (dict[str, list[int]], {"a": [1]}), (set[str], {"b", "a"})]:
+    for ty, value in [
+        (Order, Order(1, "x", ["a"], None)),
+        (Move, Move("m", (1, -2))),
+        (dict[str, list[int]], {"a": [1]}),
+        (set[str], {"b", "a"}),
+    ]:
         t = from_python(ty)
         assert t is not None
         assert t.decode(t.encode(value)) == value
@@ -95,11 +100,24 @@ def test_json_files_in_and_out_with_a_record_type(spark: SparkSession, tmp_path:
     rows = [{"id": 1, "item": "tea", "tags": ["hot"], "price": 2.5}, {"id": 2, "item": "ice", "tags": []}]
     (tmp_path / "in" / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     outs = {p: f"json:{tmp_path / p}" for p in ("priced", "untagged", "moves")}
-    with FlowRunner(orders_program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"orders": f"json:{tmp_path / 'in'}"}, outputs=outs) as run:
+    with FlowRunner(
+        orders_program(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"orders": f"json:{tmp_path / 'in'}"},
+        outputs=outs,
+    ) as run:
         run.start(once=True)
         run.await_termination()
-    moves = [json.loads(x) for f in sorted((tmp_path / "moves").glob("batch_id=0/*.json")) for x in f.read_text().splitlines()]
-    assert sorted(moves, key=lambda m: m["who"]) == [{"who": "ice", "steps": {"_1": 2, "_2": 0}}, {"who": "tea", "steps": {"_1": 1, "_2": 1}}]
+    moves = [
+        json.loads(x)
+        for f in sorted((tmp_path / "moves").glob("batch_id=0/*.json"))
+        for x in f.read_text().splitlines()
+    ]
+    assert sorted(moves, key=lambda m: m["who"]) == [
+        {"who": "ice", "steps": {"_1": 2, "_2": 0}},
+        {"who": "tea", "steps": {"_1": 1, "_2": 1}},
+    ]
 
 
 def literal_program() -> hl.Flow:

@@ -46,7 +46,13 @@ def feed(d: Path, rounds: range, port: str = "increment") -> dict[str, str]:
 def run(spark: SparkSession, d: Path, flow: Any, ins: dict[str, str]) -> None:
     bound = {p: s for p, s in ins.items() if p in flow.sources}
     outs = {**outputs(d), "audit_out": f"json:{d / 'out' / 'audit'}"}
-    with FlowRunner(flow, spark=spark, checkpoint=str(d / "ck"), inputs=bound, outputs={p: s for p, s in outs.items() if p in flow.sinks}) as r:
+    with FlowRunner(
+        flow,
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs=bound,
+        outputs={p: s for p, s in outs.items() if p in flow.sinks},
+    ) as r:
         r.start()
         r.process_all_available()
 
@@ -61,7 +67,9 @@ def reference(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.mark.parametrize("edit", ["identity_map", "keep_all_filter", "extra_pipeline_first"])
-def test_an_edited_program_continues_the_count(edit: str, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]) -> None:
+def test_an_edited_program_continues_the_count(
+    edit: str, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]
+) -> None:
     run(spark, tmp_path, counter(), feed(tmp_path, range(2)))
     ins = feed(tmp_path, range(2, 3))
     run(spark, tmp_path, counter(**{edit: True}), ins)  # type: ignore[arg-type]
@@ -83,27 +91,55 @@ def test_a_renamed_port_is_refused_before_anything_is_written(spark: SparkSessio
     assert _listing(tmp_path / "ck") == before
 
 
-def test_a_second_runner_is_refused_while_the_first_runs(spark: SparkSession, tmp_path: Path, reference: dict[str, Any]) -> None:
+def test_a_second_runner_is_refused_while_the_first_runs(
+    spark: SparkSession, tmp_path: Path, reference: dict[str, Any]
+) -> None:
     ins = feed(tmp_path, range(3))
     outs = outputs(tmp_path)
-    with FlowRunner(counter(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={p: ins[p] for p in ("increment", "query")}, outputs=outs) as first:
+    with FlowRunner(
+        counter(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={p: ins[p] for p in ("increment", "query")},
+        outputs=outs,
+    ) as first:
         first.start()
         with pytest.raises(CheckpointLockedError, match=f"pid {os.getpid()}"):
-            FlowRunner(counter(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={p: ins[p] for p in ("increment", "query")}, outputs=outs)
+            FlowRunner(
+                counter(),
+                spark=spark,
+                checkpoint=str(tmp_path / "ck"),
+                inputs={p: ins[p] for p in ("increment", "query")},
+                outputs=outs,
+            )
         first.process_all_available()
     assert read_outputs(tmp_path) == reference
 
 
 def test_two_runners_started_together_write_what_one_runner_writes(tmp_path: Path, reference: dict[str, Any]) -> None:
     ins = feed(tmp_path, range(3))
-    cmd = [sys.executable, "-m", "hydrolite.cli", "run", "examples/counter.py", "--until-idle", "2",
-           "--checkpoint", str(tmp_path / "ck"), "--conf", "spark.sql.shuffle.partitions=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hydrolite.cli",
+        "run",
+        "examples/counter.py",
+        "--until-idle",
+        "2",
+        "--checkpoint",
+        str(tmp_path / "ck"),
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+    ]
     for port in ("increment", "query"):
         cmd += ["--input", f"{port}={ins[port]}"]
     for port, spec in outputs(tmp_path).items():
         cmd += ["--output", f"{port}={spec}"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     results = [p.communicate(timeout=300) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1], results

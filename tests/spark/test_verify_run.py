@@ -30,11 +30,24 @@ def test_crashed_and_resumed_run_replays_identically(spark: SparkSession, tmp_pa
         if point == "between_sinks" and batch == 1:
             raise InjectedFault("crash between the two sinks of batch 1")
 
-    with FlowRunner(counter.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=write_feeds(tmp_path), outputs=outputs(tmp_path), fault=crash) as run:
+    with FlowRunner(
+        counter.build(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs=write_feeds(tmp_path),
+        outputs=outputs(tmp_path),
+        fault=crash,
+    ) as run:
         run.start()
         with pytest.raises(Exception, match="crash between the two sinks"):
             run.process_all_available()
-    with FlowRunner(counter.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=feed_inputs(tmp_path), outputs=outputs(tmp_path)) as run:
+    with FlowRunner(
+        counter.build(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs=feed_inputs(tmp_path),
+        outputs=outputs(tmp_path),
+    ) as run:
         run.start()
         run.process_all_available()
     report = verify_run(counter.build(), str(tmp_path / "ck"), spark)

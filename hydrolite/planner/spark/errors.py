@@ -54,7 +54,17 @@ class UserFunctionError(SparkRunError):
     code: ClassVar[str] = "HL-USER-FUNCTION"
     _fields: ClassVar[tuple[str, ...]] = ("op", "file", "line", "batch_id", "stage")
 
-    def __init__(self, op: str, file: str, line: int, element: object, batch_id: int, stage: str, exc: BaseException, fn_at: str = "") -> None:
+    def __init__(
+        self,
+        op: str,
+        file: str,
+        line: int,
+        element: object,
+        batch_id: int,
+        stage: str,
+        exc: BaseException,
+        fn_at: str = "",
+    ) -> None:
         self.op = op
         self.file = file
         self.line = line
@@ -92,7 +102,9 @@ def _rebuild(name: str, message: str, fields: dict[str, Any]) -> SparkRunError:
 def from_spark_error(text: str) -> SparkRunError | None:
     """A hydrolite error raised in a Python worker, rebuilt (its class, message and fields)
     from the text of the Spark exception that carried it to the driver; None if there is none."""
-    m = re.search(r"\b(UserFunctionError|BadDataError|SparkRunError): (.*?)(?:\n\n|\n\tat |\nJVM stacktrace|\Z)", text, re.S)
+    m = re.search(
+        r"\b(UserFunctionError|BadDataError|SparkRunError): (.*?)(?:\n\n|\n\tat |\nJVM stacktrace|\Z)", text, re.S
+    )
     if m is None:
         return None
     lines = [ln for ln in m.group(2).strip().splitlines() if not ln.startswith(_NOTE)]

@@ -67,7 +67,10 @@ class BatchCtx:
     def site(self, node: n.Node) -> FnSite:
         fn_at = ""
         code = getattr(getattr(node, "f", None), "__code__", None)
-        if code is not None and (os.path.abspath(code.co_filename), code.co_firstlineno) != (node.site.file, node.site.line):
+        if code is not None and (os.path.abspath(code.co_filename), code.co_firstlineno) != (
+            node.site.file,
+            node.site.line,
+        ):
             fn_at = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
         return FnSite(node.op, node.site.file, node.site.line, self.batch_id, self.stage.name, fn_at)
 

@@ -210,7 +210,13 @@ class _Fs:
             fs, q = self._hadoop(uri)
             sc: Any = self.spark.sparkContext
             glob = sc._jvm.org.apache.hadoop.fs.GlobFilter("{_*,.*,*._COPYING_,*.tmp,*.inprogress}")
-            found = [(str(s.getPath().getName()), _Stat(int(s.getLen()), int(s.getModificationTime()), bool(s.isDirectory()))) for s in fs.listStatus(q, glob)]
+            found = [
+                (
+                    str(s.getPath().getName()),
+                    _Stat(int(s.getLen()), int(s.getModificationTime()), bool(s.isDirectory())),
+                )
+                for s in fs.listStatus(q, glob)
+            ]
             return found, []
         names: list[tuple[str, _Stat]] = []
         subdirs: list[str] = []
@@ -286,16 +292,24 @@ class FileWatch:
         if found is not None and found.is_dir:
             return uri
         if found is not None:
-            raise SparkRunError(f"input {port.name!r}: {path} is a file, not a directory\n  fix: bind the port to the directory the files arrive in")
+            raise SparkRunError(
+                f"input {port.name!r}: {path} is a file, not a directory\n  fix: bind the port to the directory the files arrive in"
+            )
         wait = (_option(port.binding.options, "waitForDirectory") or "false").strip().lower()
         if wait in ("", "false", "0"):
-            raise SparkRunError(f"input {port.name!r}: directory {path} does not exist\n  fix: {self._did_you_mean(uri)}create it, or "
-                                f"add ?waitForDirectory=true to the input to wait for it (e.g. {port.name}={port.binding.fmt}:{path}?waitForDirectory=true)")
+            raise SparkRunError(
+                f"input {port.name!r}: directory {path} does not exist\n  fix: {self._did_you_mean(uri)}create it, or "
+                f"add ?waitForDirectory=true to the input to wait for it (e.g. {port.name}={port.binding.fmt}:{path}?waitForDirectory=true)"
+            )
         try:
             limit = float("inf") if wait == "true" else float(wait)
         except ValueError:
-            raise SparkRunError(f"input {port.name!r}: waitForDirectory={wait!r}: expected true, false or a number of seconds") from None
-        _warn(f"input {port.name!r}: waiting for directory {path} to appear ({'no time limit' if limit == float('inf') else f'up to {limit:g} s'}; waitForDirectory)")
+            raise SparkRunError(
+                f"input {port.name!r}: waitForDirectory={wait!r}: expected true, false or a number of seconds"
+            ) from None
+        _warn(
+            f"input {port.name!r}: waiting for directory {path} to appear ({'no time limit' if limit == float('inf') else f'up to {limit:g} s'}; waitForDirectory)"
+        )
         deadline = time.monotonic() + limit
         while True:
             found = self.fs.stat(uri)
@@ -303,7 +317,9 @@ class FileWatch:
                 _warn(f"input {port.name!r}: directory {path} is there")
                 return uri
             if time.monotonic() >= deadline:
-                raise SparkRunError(f"input {port.name!r}: directory {path} did not appear within {limit:g} s (waitForDirectory)")
+                raise SparkRunError(
+                    f"input {port.name!r}: directory {path} did not appear within {limit:g} s (waitForDirectory)"
+                )
             time.sleep(min(WAIT_POLL_SECONDS, max(deadline - time.monotonic(), 0.0)))
 
     @staticmethod
@@ -343,7 +359,10 @@ class FileWatch:
             for name, st in sorted(names):
                 shown = rel + name + ("/" if st.is_dir else "")
                 if name.endswith("._COPYING_") or (glob_ours and temp_name(name) and not st.is_dir):
-                    kind, why = "temporary file", "names ending with .tmp, .inprogress or ._COPYING_ are files still being written"
+                    kind, why = (
+                        "temporary file",
+                        "names ending with .tmp, .inprogress or ._COPYING_ are files still being written",
+                    )
                 elif spark_hidden(name):
                     kind = "hidden directory" if st.is_dir else "hidden file"
                     why = "names starting with _ or . are not read" + (", nor anything under them" if st.is_dir else "")
@@ -372,7 +391,14 @@ class FileWatch:
                     self._missing(port, query, batch_id, uri, listed_ms)
                     continue
                 if not _same_mtime(listed_ms, st.mtime_ms):
-                    self._changed(port, query, batch_id, uri, f"listed with modification time {_fmt_ms(listed_ms)}, now {_fmt_ms(st.mtime_ms)}", listed_ms)
+                    self._changed(
+                        port,
+                        query,
+                        batch_id,
+                        uri,
+                        f"listed with modification time {_fmt_ms(listed_ms)}, now {_fmt_ms(st.mtime_ms)}",
+                        listed_ms,
+                    )
                 seen.append((uri, listed_ms, st))
             files[name] = seen
             self._scan(port)
@@ -403,10 +429,16 @@ class FileWatch:
         for name, seen in last.files.items():
             for uri, _listed_ms, before in seen:
                 now = self.fs.stat(uri)  # gone: moved away after commit (e.g. cleanSource), not a loss
-                if now is not None and (now.mtime_ms != before.mtime_ms or now.size != before.size) and ("committed", name, uri) not in self._warned:
+                if (
+                    now is not None
+                    and (now.mtime_ms != before.mtime_ms or now.size != before.size)
+                    and ("committed", name, uri) not in self._warned
+                ):
                     self._warned.add(("committed", name, uri))
-                    _warn(f"input {name!r}: file {local_path(uri)} changed after batch {last.batch_id} of query {query!r} read it and committed: "
-                          f"what was written since is not read by this run\n  fix: {_ATOMIC}")
+                    _warn(
+                        f"input {name!r}: file {local_path(uri)} changed after batch {last.batch_id} of query {query!r} read it and committed: "
+                        f"what was written since is not read by this run\n  fix: {_ATOMIC}"
+                    )
 
     def _changed(self, port: _Port, query: str, batch_id: int, uri: str, what: str, listed_ms: int) -> None:
         path = local_path(uri)
@@ -439,5 +471,7 @@ class FileWatch:
         )
 
 
-_ATOMIC = ("publish files atomically: write each file under a hidden or temporary name (.name, _name, name.tmp) "
-           "and rename it into the directory once complete")
+_ATOMIC = (
+    "publish files atomically: write each file under a hidden or temporary name (.name, _name, name.tmp) "
+    "and rename it into the directory once complete"
+)

@@ -109,7 +109,12 @@ def _part(e: ast.expr, acc: str, x: str, index: int | None, t: HType | None, red
     if not _mentions(e, acc):
         g = elem(e)
         return None if g is False else Part("last", g, index)  # type: ignore[arg-type]
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)) and numeric and not (reduce and isinstance(e.op, ast.Sub)):
+    if (
+        isinstance(e, ast.BinOp)
+        and isinstance(e.op, (ast.Add, ast.Sub))
+        and numeric
+        and not (reduce and isinstance(e.op, ast.Sub))
+    ):
         if _is_acc(e.left, acc, index):
             g = elem(e.right)
             if g is not False:
@@ -119,7 +124,13 @@ def _part(e: ast.expr, acc: str, x: str, index: int | None, t: HType | None, red
             if g is not False:
                 return Part("sum", g, index)  # type: ignore[arg-type]
         return None
-    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("max", "min") and len(e.args) == 2 and not e.keywords:
+    if (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Name)
+        and e.func.id in ("max", "min")
+        and len(e.args) == 2
+        and not e.keywords
+    ):
         a, b = e.args
         other = b if _is_acc(a, acc, index) else a if _is_acc(b, acc, index) else None
         if other is not None:
@@ -127,7 +138,12 @@ def _part(e: ast.expr, acc: str, x: str, index: int | None, t: HType | None, red
             if g is not False:
                 return Part(e.func.id, g, index)  # type: ignore[arg-type]
         return None
-    if isinstance(e, ast.BoolOp) and len(e.values) == 2 and _is_acc(e.values[0], acc, index) and t in (Prim(bool), None):
+    if (
+        isinstance(e, ast.BoolOp)
+        and len(e.values) == 2
+        and _is_acc(e.values[0], acc, index)
+        and t in (Prim(bool), None)
+    ):
         g = elem(e.values[1])
         if g is not False:
             return Part("any" if isinstance(e.op, ast.Or) else "all", g, index)  # type: ignore[arg-type]

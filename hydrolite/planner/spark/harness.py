@@ -99,7 +99,9 @@ class SparkReceiver:
         for _ in range(len(remaining)):
             got = self.next()
             if got not in remaining:
-                raise AssertionError(f"{self.port!r} yielded unexpected {got!r}; still expected {remaining!r} (in any order)")
+                raise AssertionError(
+                    f"{self.port!r} yielded unexpected {got!r}; still expected {remaining!r} (in any order)"
+                )
             remaining.remove(got)
 
     def assert_no_more(self) -> None:

@@ -102,13 +102,19 @@ def _find_ast(f: Callable[..., Any]) -> FnAst | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
             cands.append(node)
-        elif isinstance(node, ast.FunctionDef) and code.co_firstlineno in (
-            node.lineno, *(d.lineno for d in node.decorator_list)
-        ) and node.name == code.co_name:
+        elif (
+            isinstance(node, ast.FunctionDef)
+            and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list))
+            and node.name == code.co_name
+        ):
             cands.append(node)
     cands = [c for c in cands if tuple(a.arg for a in c.args.args) == params and not c.args.posonlyargs]
     if len(cands) > 1:
-        pos = [(p[0], p[2]) for p in code.co_positions() if p[0] is not None and p[2] is not None and (p[0], p[2]) != (p[1], p[3])]
+        pos = [
+            (p[0], p[2])
+            for p in code.co_positions()
+            if p[0] is not None and p[2] is not None and (p[0], p[2]) != (p[1], p[3])
+        ]
         cands = [c for c in cands if all(_inside(c, line, col) for line, col in pos)]
     if len(cands) != 1:
         return None
@@ -301,11 +307,15 @@ class Translator:
             return a.col.isNull() if isinstance(op, ast.Is) else a.col.isNotNull()
         if isinstance(op, (ast.In, ast.NotIn)):
             a = self.visit(left)
-            if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(isinstance(e, ast.Constant) for e in right.elts):
+            if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(
+                isinstance(e, ast.Constant) for e in right.elts
+            ):
                 consts = [e.value for e in right.elts]  # type: ignore[attr-defined]
             elif isinstance(right, ast.Name) and right.id not in self.env:
                 consts = self.resolve(right.id)
-                if not isinstance(consts, (tuple, list, set, frozenset)) or not all(isinstance(c, (int, float, str)) for c in consts):
+                if not isinstance(consts, (tuple, list, set, frozenset)) or not all(
+                    isinstance(c, (int, float, str)) for c in consts
+                ):
                     if isinstance(consts, str) and a.t == STR:
                         res = F.lit(consts).contains(a.col)
                         return res if isinstance(op, ast.In) else ~res
@@ -381,10 +391,14 @@ class Translator:
             hi = _const_int(sl.upper, None)
             if lo < 0 or (hi is not None and hi < 0):
                 raise NotTranslatable("negative string slice bounds")
-            length = F.length(a.col) - lo if hi is None else F.greatest(F.lit(hi) - F.least(F.lit(lo), F.lit(hi)), F.lit(0))
+            length = (
+                F.length(a.col) - lo if hi is None else F.greatest(F.lit(hi) - F.least(F.lit(lo), F.lit(hi)), F.lit(0))
+            )
             return TExpr(F.substring(a.col, F.lit(lo + 1), length), STR)
         idx = _const_int(sl, None)
-        if isinstance(a.t, StructT) and (isinstance(a.t, TupleT) or (isinstance(a.t, RecordT) and a.t.cls is not None and issubclass(a.t.cls, tuple))):
+        if isinstance(a.t, StructT) and (
+            isinstance(a.t, TupleT) or (isinstance(a.t, RecordT) and a.t.cls is not None and issubclass(a.t.cls, tuple))
+        ):
             if not -len(a.t.items) <= idx < len(a.t.items):
                 raise NotTranslatable("tuple index out of range")
             name = a.t.names[idx]
@@ -429,7 +443,9 @@ class Translator:
 
     def _call_value(self, target: Any, node: ast.Call) -> TExpr:
         args = [self.visit(a) for a in node.args]
-        if isinstance(target, type) and (dataclasses.is_dataclass(target) or (issubclass(target, tuple) and hasattr(target, "_fields"))):
+        if isinstance(target, type) and (
+            dataclasses.is_dataclass(target) or (issubclass(target, tuple) and hasattr(target, "_fields"))
+        ):
             rt = from_python(target)
             if not isinstance(rt, RecordT):
                 raise NotTranslatable(f"{target.__name__} has fields without a native type")
@@ -484,7 +500,12 @@ def _const_int(node: ast.expr | None, default: int | None) -> Any:
         return default
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int)
+    ):
         return -node.operand.value
     raise NotTranslatable("only constant indexes are translated")
 

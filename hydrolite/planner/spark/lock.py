@@ -82,7 +82,10 @@ class CheckpointLock:
         self.fd: int | None = fd
         self.previous = _read(fd) or None
         if self.previous is not None and self.previous.get("released") is not True:
-            print(f"hydrolite: taking over the lock of a runner that stopped without releasing it ({_describe(self.previous)})", file=sys.stderr)
+            print(
+                f"hydrolite: taking over the lock of a runner that stopped without releasing it ({_describe(self.previous)})",
+                file=sys.stderr,
+            )
         info = {
             "host": socket.gethostname(),
             "pid": os.getpid(),

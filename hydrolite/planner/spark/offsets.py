@@ -41,7 +41,9 @@ class TickOffsets:
         parts = []
         for name, (a, b) in self.inputs.items():
             n = len(self.files[name]) if name in self.files else None
-            parts.append(f"{name}: {_fmt(a)} -> {_fmt(b)}" + ("" if n is None else f" ({n} file{'' if n == 1 else 's'})"))
+            parts.append(
+                f"{name}: {_fmt(a)} -> {_fmt(b)}" + ("" if n is None else f" ({n} file{'' if n == 1 else 's'})")
+            )
         state = "committed" if self.committed else "not committed (replayed on restart)"
         return f"{self.query} batch {self.batch_id} [{state}] " + "; ".join(parts)
 
@@ -158,9 +160,11 @@ def check_restart(checkpoint: str, query: str) -> None:
         path = os.path.join(commit_dir, str(commits[-1]))
         why = _damage(path, offsets=False)
         if why is not None:
-            raise SparkRunError(f"{head}: Spark's commit log entry {path} is damaged ({why})\n  fix: delete it and its checksum "
-                                f"{_crc(path)}, then run again: Spark replays batch {commits[-1]} from its logged offsets "
-                                "(every output is idempotent by batch id)")
+            raise SparkRunError(
+                f"{head}: Spark's commit log entry {path} is damaged ({why})\n  fix: delete it and its checksum "
+                f"{_crc(path)}, then run again: Spark replays batch {commits[-1]} from its logged offsets "
+                "(every output is idempotent by batch id)"
+            )
     for b in batches[-2:][::-1]:
         path = os.path.join(log, str(b))
         why = _damage(path, offsets=True)
@@ -169,11 +173,15 @@ def check_restart(checkpoint: str, query: str) -> None:
         started = b in read_remap(qdir)
         committed = bool(commits) and commits[-1] >= b
         if started:
-            fix = (f"rebuild it from hydrolite's remap log, which recorded batch {b}'s offsets when the batch started: "
-                   f"hydrolite offsets {checkpoint} --repair; then run again")
+            fix = (
+                f"rebuild it from hydrolite's remap log, which recorded batch {b}'s offsets when the batch started: "
+                f"hydrolite offsets {checkpoint} --repair; then run again"
+            )
         elif b == batches[-1] and not committed:
-            fix = (f"batch {b} never started (hydrolite's remap log has no entry for it), so nothing of it was written: delete it and "
-                   f"its checksum {_crc(path)}, then run again: Spark plans batch {b} again")
+            fix = (
+                f"batch {b} never started (hydrolite's remap log has no entry for it), so nothing of it was written: delete it and "
+                f"its checksum {_crc(path)}, then run again: Spark plans batch {b} again"
+            )
         else:
             fix = f"restore it from a backup of the checkpoint (hydrolite's remap log has no entry for batch {b} to rebuild it from)"
         raise SparkRunError(f"{head}: Spark's offset log entry {path} is damaged ({why})\n  fix: {fix}")
@@ -206,7 +214,10 @@ def repair_offsets(checkpoint: str) -> list[str]:
                 with open(os.path.join(log, str(near))) as fh:
                     version, meta = fh.read().splitlines()[:2]
             else:
-                version, meta = "v1", json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}, separators=(",", ":"))
+                version, meta = (
+                    "v1",
+                    json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}, separators=(",", ":")),
+                )
             ends = entries[b].ends
             lines = ["-" if ends.get(nm) is None else json.dumps(ends[nm], separators=(",", ":")) for nm in names]
             path = os.path.join(log, str(b))

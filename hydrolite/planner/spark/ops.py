@@ -190,7 +190,18 @@ def tick_constant(ctx: BatchCtx, node: n.TickConstant, args: list[Val]) -> Val:
 
 
 @handles(n.Batch, n.Snapshot, n.AllTicks, n.Latest, n.ReleaseAligned, n.AlignedAt, n.WeakenOrdering, n.CycleSink)
-def passthrough(ctx: BatchCtx, node: n.Batch | n.Snapshot | n.AllTicks | n.Latest | n.ReleaseAligned | n.AlignedAt | n.WeakenOrdering | n.CycleSink, args: list[Val]) -> Val:
+def passthrough(
+    ctx: BatchCtx,
+    node: n.Batch
+    | n.Snapshot
+    | n.AllTicks
+    | n.Latest
+    | n.ReleaseAligned
+    | n.AlignedAt
+    | n.WeakenOrdering
+    | n.CycleSink,
+    args: list[Val],
+) -> Val:
     return args[0]
 
 
@@ -294,7 +305,8 @@ def cross_singleton(ctx: BatchCtx, node: n.CrossSingleton, args: list[Val]) -> V
 def _need_bounded(ctx: BatchCtx, node: n.Node) -> None:
     if ctx.stateful(node):
         raise unsupported(
-            node, "on unbounded streams (it would have to keep the whole history)",
+            node,
+            "on unbounded streams (it would have to keep the whole history)",
             "batch() both sides into a tick and combine the batches there",
         )
 
@@ -304,7 +316,9 @@ def cross_product(ctx: BatchCtx, node: n.CrossProduct, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     a, b = sframe(args[0], node), sframe(args[1], node)
     df = a.df.select(F.col("v").alias("_l")).crossJoin(b.df.select(F.col("v").alias("_r")))
-    return SFrame(df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt)))
+    return SFrame(
+        df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt))
+    )
 
 
 def common_type(a: HType, b: HType) -> HType:
@@ -346,11 +360,18 @@ def anti_join(ctx: BatchCtx, node: n.AntiJoin, args: list[Val]) -> Val:
     right = encoded(keys.df.select(F.col("v").alias("_key")), "_key", keys.vt, kt)
     kept = l_df.join(right, l_df["k"].eqNullSafe(right["_key"]), "left_anti")
     kept = encoded(kept, "k", kt, lk)  # the kept pairs keep their own key type
-    return SFrame(kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")), TupleT((lk, lv)), None, left.order)
+    return SFrame(
+        kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")),
+        TupleT((lk, lv)),
+        None,
+        left.order,
+    )
 
 
 def _orders(a: SFrame, width: int) -> list[Column]:
-    return [F.col(c).alias(f"_m{i}") for i, c in enumerate(a.order)] + [F.lit(0).cast("long").alias(f"_m{i}") for i in range(len(a.order), width)]
+    return [F.col(c).alias(f"_m{i}") for i, c in enumerate(a.order)] + [
+        F.lit(0).cast("long").alias(f"_m{i}") for i in range(len(a.order), width)
+    ]
 
 
 @handles(n.Chain)
@@ -385,7 +406,9 @@ def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
     assert isinstance(table, KTable) and left.kt is not None
     if table.frame is not None:
         assert table.frame.kt is not None
-        r = encoded(table.frame.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", table.frame.kt, left.kt)
+        r = encoded(
+            table.frame.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", table.frame.kt, left.kt
+        )
     else:  # found keys are encoded like the stream's keys, whatever the table's key type
         keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
         found = table.lookup(keys)

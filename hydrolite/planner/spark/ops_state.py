@@ -79,7 +79,17 @@ def _old(ctx: BatchCtx, node: n.Node, carried: bool, has_init: bool, init: Any) 
     return has_init, init
 
 
-def _global_algebra(ctx: BatchCtx, node: Aggregate, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+def _global_algebra(
+    ctx: BatchCtx,
+    node: Aggregate,
+    sf: SFrame,
+    alg: Algebra,
+    parts: list[tuple[Column, HType]],
+    has_init: bool,
+    init: Any,
+    acc_t: HType,
+    carried: bool,
+) -> Scalar:
     row = sf.df.agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)], F.count(F.lit(1)).alias("n")).collect()[0]
     has, acc = _old(ctx, node, carried, has_init, init)
     if row["n"]:
@@ -91,7 +101,9 @@ def _global_algebra(ctx: BatchCtx, node: Aggregate, sf: SFrame, alg: Algebra, pa
     return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
 
 
-def _global_python(ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> Scalar:
+def _global_python(
+    ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool
+) -> Scalar:
     has, acc = _old(ctx, node, carried, has_init, init)
     assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
     f = node.f
@@ -106,7 +118,17 @@ def _global_python(ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, i
     return Scalar(has, acc, _acc_type(acc, acc_t)) if has else Scalar.empty(acc_t)
 
 
-def _keyed_algebra(ctx: BatchCtx, node: Aggregate, sf: SFrame, alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+def _keyed_algebra(
+    ctx: BatchCtx,
+    node: Aggregate,
+    sf: SFrame,
+    alg: Algebra,
+    parts: list[tuple[Column, HType]],
+    has_init: bool,
+    init: Any,
+    acc_t: HType,
+    carried: bool,
+) -> KTable:
     assert sf.kt is not None
     grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
@@ -152,7 +174,9 @@ def _merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bo
     return one(alg.parts[0].kind, parts[0][0], init, acc_t)
 
 
-def _keyed_python(ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool) -> KTable:
+def _keyed_python(
+    ctx: BatchCtx, node: Aggregate, sf: SFrame, has_init: bool, init: Any, acc_t: HType, carried: bool
+) -> KTable:
     assert sf.kt is not None
     assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
     kt = sf.kt
@@ -301,4 +325,3 @@ def source_iter(ctx: BatchCtx, node: n.SourceIter, args: list[Val]) -> Val:
         ctx.state.put(ctx.key(node), True)
         return frame_of(ctx.spark, list(node.values), t)
     return frame_of(ctx.spark, [], t)
-

@@ -138,7 +138,9 @@ class FileInput(InputBinding):
         """Spark's `latestFirst` option: the newest files arrive first."""
         return any(k.lower() == "latestfirst" and v.strip().lower() == "true" for k, v in self.options.items())
 
-    def arrival_order(self, spark: SparkSession, rows: DataFrame, port: str, uris: list[str], payload: list[Column]) -> DataFrame:
+    def arrival_order(
+        self, spark: SparkSession, rows: DataFrame, port: str, uris: list[str], payload: list[Column]
+    ) -> DataFrame:
         """This input's rows of one batch with order columns `_o0` (position of the row's file
         in `uris`, the batch's files in arrival order), `_o0s` (split start), `_o0r` (row in split).
 
@@ -146,7 +148,12 @@ class FileInput(InputBinding):
         the batch's own partitions, where each split of a file is one ordered run. A row from
         a file missing from `uris` fails the batch (it would have no arrival position).
         """
-        pos = rows.select(F.col("_file.path").alias("_fp"), F.col("_file.start").alias("_o0s"), F.monotonically_increasing_id().alias("_o0r"), *payload)
+        pos = rows.select(
+            F.col("_file.path").alias("_fp"),
+            F.col("_file.start").alias("_o0s"),
+            F.monotonically_increasing_id().alias("_o0r"),
+            *payload,
+        )
         key = F.regexp_replace(F.col("_fp"), URI_EMPTY_AUTHORITY, "$1:/")
         if len(uris) <= self.MAP_LOOKUP_MAX_FILES:
             pairs = [F.lit(x) for r, u in enumerate(uris) for x in (spark_uri_key(u), r)]
@@ -155,7 +162,12 @@ class FileInput(InputBinding):
         else:
             ranks = spark.createDataFrame([(spark_uri_key(u), r) for r, u in enumerate(uris)], "_fk string, _fr long")
             ranked = pos.join(F.broadcast(ranks), key == F.col("_fk"), "left")
-        missing = F.raise_error(F.concat(F.lit(f"hydrolite: input {port!r} read a file missing from Spark's file source log: "), F.substring_index(F.col("_fp"), "/", -1)))
+        missing = F.raise_error(
+            F.concat(
+                F.lit(f"hydrolite: input {port!r} read a file missing from Spark's file source log: "),
+                F.substring_index(F.col("_fp"), "/", -1),
+            )
+        )
         rank = F.when(F.col("_fr").isNull(), missing).otherwise(F.col("_fr"))
         return ranked.select(rank.alias("_o0"), "_o0s", "_o0r", *[c for c in ("k", "v") if c in pos.columns])
 
@@ -217,7 +229,9 @@ def demo_value(t: HType, i: int, port: str) -> Any:
         if t.py is bool:
             return i % 2 == 0
     if isinstance(t, StructT):
-        return t.decode([t_.encode(demo_value(t_, i + j, f"{port}.{n}")) for j, (n, t_) in enumerate(zip(t.names, t.items))])
+        return t.decode(
+            [t_.encode(demo_value(t_, i + j, f"{port}.{n}")) for j, (n, t_) in enumerate(zip(t.names, t.items))]
+        )
     if isinstance(t, ListT):
         return t.decode([t.item.encode(demo_value(t.item, i, port))])
     return t.sample()
@@ -337,7 +351,9 @@ class FileOutput(OutputBinding):
     def write(self, ctx: SinkCtx, sf: SFrame) -> None:
         df = sf.df.select(*external_columns(sf))
         target = os.path.join(self.path, f"batch_id={ctx.batch_id}")
-        df.write.mode("overwrite").format(self.fmt).options(**({"header": "true"} if self.fmt == "csv" else {})).save(target)
+        df.write.mode("overwrite").format(self.fmt).options(**({"header": "true"} if self.fmt == "csv" else {})).save(
+            target
+        )
         return None
 
     def describe(self) -> str:
@@ -369,7 +385,11 @@ class ConsoleSink(OutputBinding):
         values = collect_values(sf)
         shown = ", ".join(repr(v) for v in values[: self.limit])
         more = f", ... ({len(values) - self.limit} more)" if len(values) > self.limit else ""
-        print(f"  {ctx.port} [batch {ctx.batch_id}]: {shown}{more}" if values else f"  {ctx.port} [batch {ctx.batch_id}]: (nothing)")
+        print(
+            f"  {ctx.port} [batch {ctx.batch_id}]: {shown}{more}"
+            if values
+            else f"  {ctx.port} [batch {ctx.batch_id}]: (nothing)"
+        )
         return len(values)
 
     def describe(self) -> str:
@@ -397,6 +417,18 @@ class ChannelOutput:
 
 
 __all__ = [
-    "InputBinding", "FileInput", "FeedInput", "RateInput", "parse_input", "OutputBinding", "MemorySink",
-    "CallbackSink", "FileOutput", "parse_output", "ChannelOutput", "SinkCtx", "TupleT", "RecordT",
+    "InputBinding",
+    "FileInput",
+    "FeedInput",
+    "RateInput",
+    "parse_input",
+    "OutputBinding",
+    "MemorySink",
+    "CallbackSink",
+    "FileOutput",
+    "parse_output",
+    "ChannelOutput",
+    "SinkCtx",
+    "TupleT",
+    "RecordT",
 ]

@@ -97,7 +97,15 @@ def _keyed_failure(site: FnSite, e: KernelError, rb: Any, kt: HType | None) -> U
     return site.fail((kt.decode(rb.column(i)[e.index].as_py()), e.element), e.cause)
 
 
-def elementwise(kind: str, f: Callable[..., Any], in_t: HType, out_t: HType, site: FnSite, extra_order: str | None = None, kt: HType | None = None) -> ArrowFn:
+def elementwise(
+    kind: str,
+    f: Callable[..., Any],
+    in_t: HType,
+    out_t: HType,
+    site: FnSite,
+    extra_order: str | None = None,
+    kt: HType | None = None,
+) -> ArrowFn:
     """map / filter / filter_map / flat_map / inspect over the `v` column (other columns pass
     through): the operator's kernel (`hydrolite.kernels`) on the decoded values. For a keyed
     frame, pass `kt` so that a failure names the (key, value) pair like the simulator's."""
@@ -113,7 +121,9 @@ def elementwise(kind: str, f: Callable[..., Any], in_t: HType, out_t: HType, sit
     return run
 
 
-def _one_batch(kind: str, f: Callable[..., Any], rb: Any, xs: list[Any], out_t: HType, site: FnSite, extra_order: str | None) -> Any:
+def _one_batch(
+    kind: str, f: Callable[..., Any], rb: Any, xs: list[Any], out_t: HType, site: FnSite, extra_order: str | None
+) -> Any:
     if kind == "inspect":
         kernels.inspect_values(f, xs)
         return rb
@@ -149,7 +159,9 @@ def _whole_table(batches: Iterator[Any], order_cols: list[str]) -> Any:
     return table.sort_by([(c, "ascending") for c in order_cols]) if order_cols else table
 
 
-def sort_whole(key: Callable[[Any], Any] | None, in_t: HType, site: FnSite, order_cols: list[str], out_col: str) -> ArrowFn:
+def sort_whole(
+    key: Callable[[Any], Any] | None, in_t: HType, site: FnSite, order_cols: list[str], out_col: str
+) -> ArrowFn:
     """Sort one partition holding the whole batch by a Python key (`kernels.sort_order`);
     emit the rank as `out_col`."""
 
@@ -169,7 +181,9 @@ def sort_whole(key: Callable[[Any], Any] | None, in_t: HType, site: FnSite, orde
     return run
 
 
-def fold_global(f: Callable[[Any, Any], Any], start: Any, has_start: bool, in_t: HType, site: FnSite, order_cols: list[str]) -> ArrowFn:
+def fold_global(
+    f: Callable[[Any, Any], Any], start: Any, has_start: bool, in_t: HType, site: FnSite, order_cols: list[str]
+) -> ArrowFn:
     """A sequential fold (`kernels.fold_values`) of one partition holding the whole batch;
     emits one pickled accumulator and the number of elements folded."""
 
@@ -180,12 +194,24 @@ def fold_global(f: Callable[[Any, Any], Any], start: Any, has_start: bool, in_t:
             _, acc = kernels.fold_values(f, start, has_start, xs)
         except KernelError as e:
             raise _failed(site, e) from e.cause
-        yield pa.RecordBatch.from_pydict({"acc": [pickle.dumps(acc, protocol=5)], "n": [len(xs)]}, schema=pa.schema([("acc", pa.binary()), ("n", pa.int64())]))
+        yield pa.RecordBatch.from_pydict(
+            {"acc": [pickle.dumps(acc, protocol=5)], "n": [len(xs)]},
+            schema=pa.schema([("acc", pa.binary()), ("n", pa.int64())]),
+        )
 
     return run
 
 
-def fold_keyed(f: Callable[[Any, Any], Any], starts: dict[Any, Any], init: Any, has_init: bool, kt: HType, in_t: HType, site: FnSite, order_cols: list[str]) -> Callable[[Any], Any]:
+def fold_keyed(
+    f: Callable[[Any, Any], Any],
+    starts: dict[Any, Any],
+    init: Any,
+    has_init: bool,
+    kt: HType,
+    in_t: HType,
+    site: FnSite,
+    order_cols: list[str],
+) -> Callable[[Any], Any]:
     """Per key (one Arrow table per group): `kernels.fold_keyed` of this batch's values from
     the stored accumulator (`starts`), else from init / the first value."""
 
@@ -201,7 +227,12 @@ def fold_keyed(f: Callable[[Any, Any], Any], starts: dict[Any, Any], init: Any, 
             acc = kernels.fold_keyed(f, starts, init, has_init, kvs)[key]
         except KernelError as e:
             raise _failed(site, e) from e.cause
-        return pa.table({"k": pa.array([keys[0]], type=kt.arrow()), "acc": pa.array([pickle.dumps(acc, protocol=5)], type=pa.binary())})
+        return pa.table(
+            {
+                "k": pa.array([keys[0]], type=kt.arrow()),
+                "acc": pa.array([pickle.dumps(acc, protocol=5)], type=pa.binary()),
+            }
+        )
 
     return run
 
@@ -217,7 +248,11 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
                 pairs = kernels.split_pairs(_decode_v(rb, in_t))
             except KernelError as e:
                 raise _failed(site, e) from e.cause
-            out = rb.drop_columns(["v"]) if hasattr(rb, "drop_columns") else rb.select([c for c in rb.schema.names if c != "v"])
+            out = (
+                rb.drop_columns(["v"])
+                if hasattr(rb, "drop_columns")
+                else rb.select([c for c in rb.schema.names if c != "v"])
+            )
             out = out.append_column("k", pa.array([OPAQUE.encode(k) for k, _ in pairs], type=pa.binary()))
             yield out.append_column("v", pa.array([OPAQUE.encode(v) for _, v in pairs], type=pa.binary()))
 

@@ -42,7 +42,11 @@ def good_rows(rows: DataFrame) -> DataFrame:
 def _rejected(df: DataFrame, i: int, port: str) -> DataFrame:
     bad: Column = F.col("_file.bad")
     return df.filter((F.col("_src") == i) & bad.isNotNull()).select(
-        F.lit(port).alias("port"), bad["file"].alias("file"), bad["line"].alias("line"), bad["reason"].alias("reason"), bad["raw"].alias("raw")
+        F.lit(port).alias("port"),
+        bad["file"].alias("file"),
+        bad["line"].alias("line"),
+        bad["reason"].alias("reason"),
+        bad["raw"].alias("raw"),
     )
 
 

@@ -157,7 +157,10 @@ class FileParser:
         try:
             text = raw.decode(spec.encoding)
         except UnicodeDecodeError as e:
-            raise Rejection(f"{spec.encoding} text", f"the byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the line, which is not {spec.encoding}") from None
+            raise Rejection(
+                f"{spec.encoding} text",
+                f"the byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the line, which is not {spec.encoding}",
+            ) from None
         return text[1:] if first and text.startswith("\ufeff") else text
 
     def _csv_line(self, uri: str, start: int, text: str) -> tuple[Any, Any] | None:
@@ -212,7 +215,9 @@ class FileParser:
             text = raw.decode(self.spec.encoding)
         except UnicodeDecodeError as e:
             line = raw[: e.start].count(b"\n") + 1
-            reason = Rejection(f"{self.spec.encoding} text", f"the byte 0x{raw[e.start]:02x}, which is not {self.spec.encoding}").reason()
+            reason = Rejection(
+                f"{self.spec.encoding} text", f"the byte 0x{raw[e.start]:02x}, which is not {self.spec.encoding}"
+            ).reason()
             return [Bad(path, line, raw.decode(self.spec.encoding, "replace"), reason)]
         text = text.removeprefix("\ufeff")
 

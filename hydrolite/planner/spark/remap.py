@@ -59,7 +59,11 @@ class RemapEntry:
     files: dict[str, list[str]]  # file input -> files read by this batch, in arrival order
 
     def to_json(self) -> str:
-        return json.dumps({"v": FORMAT_VERSION, "batch": self.batch_id, "ends": self.ends, "files": self.files}, separators=(",", ":"), sort_keys=True)
+        return json.dumps(
+            {"v": FORMAT_VERSION, "batch": self.batch_id, "ends": self.ends, "files": self.files},
+            separators=(",", ":"),
+            sort_keys=True,
+        )
 
     @staticmethod
     def from_json(line: str) -> RemapEntry:
@@ -91,7 +95,9 @@ def _read_source_log(path: str, log_offset: int) -> list[tuple[str, int]]:
     with open(path) as fh:
         lines = fh.read().split("\n")
     if not lines or lines[0] != "v1":
-        raise SparkRunError(f"Spark's file source log {path} has an unknown version line {lines[0][:40] if lines else ''!r}")
+        raise SparkRunError(
+            f"Spark's file source log {path} has an unknown version line {lines[0][:40] if lines else ''!r}"
+        )
     out: list[tuple[str, int]] = []
     for line in lines[1:]:
         if line.strip():
@@ -113,7 +119,9 @@ def source_files(source_dir: str, log_offset: int) -> list[tuple[str, int]]:
         if os.path.exists(path):
             return _read_source_log(path, log_offset)
     names = os.listdir(source_dir) if os.path.isdir(source_dir) else []
-    later = sorted(int(nm[: -len(".compact")]) for nm in names if nm.endswith(".compact") and nm[: -len(".compact")].isdigit())
+    later = sorted(
+        int(nm[: -len(".compact")]) for nm in names if nm.endswith(".compact") and nm[: -len(".compact")].isdigit()
+    )
     later = [c for c in later if c >= log_offset]
     if not later:
         raise SparkRunError(f"Spark's file source log {source_dir} has no entry for its batch {log_offset}")
@@ -261,7 +269,9 @@ class RemapLog:
             return [last.ends.get(name) for name in self.inputs]
         path = os.path.join(spark_dir, "offsets", str(batch_id - 1))
         if not os.path.exists(path):
-            raise SparkRunError(f"cannot tell where batch {batch_id} starts: neither {self.dir} nor Spark's offset log has batch {batch_id - 1}")
+            raise SparkRunError(
+                f"cannot tell where batch {batch_id} starts: neither {self.dir} nor Spark's offset log has batch {batch_id - 1}"
+            )
         return parse_spark_offsets(path)
 
     def _append(self, entry: RemapEntry) -> None:

@@ -79,10 +79,10 @@ def _edges(plan: Plan, ids: dict[tuple[int, int], str]) -> list[tuple[str, str, 
 
 def render_dot(plan: Plan) -> str:
     """Graphviz: one cluster per query; dashed edges are channels between queries."""
-    out = [f'digraph "{plan.flow.name}" {{', "  rankdir=LR;", '  node [shape=box, fontsize=10];']
+    out = [f'digraph "{plan.flow.name}" {{', "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
     ids: dict[tuple[int, int], str] = {}
     for s in plan.stages:
-        out.append(f'  subgraph cluster_{s.index} {{')
+        out.append(f"  subgraph cluster_{s.index} {{")
         out.append(f'    label="query {s.index}: {s.name}";')
         for j, x in enumerate(s.nodes):
             nid = f"q{s.index}_{j}"

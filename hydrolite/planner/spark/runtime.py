@@ -113,7 +113,9 @@ class StageRunner:
         self.dir = os.path.join(runner.checkpoint, stage.name)
         self.store = StateStore(os.path.join(self.dir, "state"))
         self.keys = stage.state_keys
-        by_name = {s.port: self._source_input(s) for s in stage.sources} | {f"channel:{c.name}": self._channel_input(c) for c in stage.channels_in}
+        by_name = {s.port: self._source_input(s) for s in stage.sources} | {
+            f"channel:{c.name}": self._channel_input(c) for c in stage.channels_in
+        }
         self.inputs = [by_name[name] for name in stage.input_names]  # Spark's offsets are positional
         # deferred streams (defer_tick, stream cycles) make the next run of the tick observable
         # even without new input; Spark runs a micro-batch only for new input, so the stage
@@ -125,7 +127,9 @@ class StageRunner:
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.has_file: list[bool] = [False] * len(self.inputs)
         self.ordered = [inp.node is not None and stage.needs_order(inp.node) for inp in self.inputs]
-        files = {i: inp.binding.latest_first() for i, inp in enumerate(self.inputs) if isinstance(inp.binding, FileInput)}
+        files = {
+            i: inp.binding.latest_first() for i, inp in enumerate(self.inputs) if isinstance(inp.binding, FileInput)
+        }
         self.remap = RemapLog(self.dir, [i.name for i in self.inputs], files)
         self.error: BaseException | None = None
         self.progress = StageProgress()
@@ -292,7 +296,11 @@ class StageRunner:
         try:
             if batch_id == 0 and self.stage.streaming and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
-            quarantined = [(i, inp.name, inp.binding) for i, inp in enumerate(self.inputs) if quarantine_dir(inp.binding) is not None]
+            quarantined = [
+                (i, inp.name, inp.binding)
+                for i, inp in enumerate(self.inputs)
+                if quarantine_dir(inp.binding) is not None
+            ]
             if quarantined:  # this batch's dead letters, before a held batch can merge (quarantine.py)
                 for port, count in divert_rejected(df, batch_id, quarantined).items():
                     self.progress.rejected[port] = self.progress.rejected.get(port, 0) + count
@@ -332,8 +340,10 @@ class StageRunner:
         """Whether the tick cannot run yet: a singleton read from another query has no version
         (in the model the tick waits for one; running it with no value would be wrong)."""
         return any(
-            inp.node is not None and inp.node.meta.kind is Kind.SINGLETON
-            and isinstance(inputs.get(id(inp.node)), Scalar) and not inputs[id(inp.node)].present  # type: ignore[union-attr]
+            inp.node is not None
+            and inp.node.meta.kind is Kind.SINGLETON
+            and isinstance(inputs.get(id(inp.node)), Scalar)
+            and not inputs[id(inp.node)].present  # type: ignore[union-attr]
             for inp in self.inputs
         )
 
@@ -346,11 +356,20 @@ class StageRunner:
         state.commit()
         self.progress.held += 1
         if self.progress.held == 1:  # said once per run: the tick waits, it does not guess
-            waiting = [f"{inp.node.op}() at {site_of(inp.node)}" for inp in self.inputs if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON]
-            print(f"hydrolite: query {self.stage.name!r} holds batch {batch_id}: its tick waits for a first version of "
-                  f"{' / '.join(waiting)} (from another query); the held input runs with the first batch that has one", file=sys.stderr)
+            waiting = [
+                f"{inp.node.op}() at {site_of(inp.node)}"
+                for inp in self.inputs
+                if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON
+            ]
+            print(
+                f"hydrolite: query {self.stage.name!r} holds batch {batch_id}: its tick waits for a first version of "
+                f"{' / '.join(waiting)} (from another query); the held input runs with the first batch that has one",
+                file=sys.stderr,
+            )
 
-    def _with_held(self, df: DataFrame, files: dict[int, list[str]], state: Any) -> tuple[DataFrame, dict[int, list[str]]]:
+    def _with_held(
+        self, df: DataFrame, files: dict[int, list[str]], state: Any
+    ) -> tuple[DataFrame, dict[int, list[str]]]:
         """This batch's rows after those of earlier batches held back (oldest first)."""
         found, value = state.get(_HELD)
         if not found or not value[0]:
@@ -435,8 +454,15 @@ class StageRunner:
                     change[c] = (have, OPAQUE)
             if change:
                 base = value.df.select(*value.cols())
-                schema = T.StructType([T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields])
-                sf = SFrame(map_in_arrow(base, reencode(change), schema), OPAQUE if "v" in change else value.vt, OPAQUE if "k" in change else value.kt, value.order)
+                schema = T.StructType(
+                    [T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields]
+                )
+                sf = SFrame(
+                    map_in_arrow(base, reencode(change), schema),
+                    OPAQUE if "v" in change else value.vt,
+                    OPAQUE if "k" in change else value.kt,
+                    value.order,
+                )
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
         else:
             raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
@@ -493,10 +519,14 @@ class FlowRunner:
         given_in = dict(inputs or {})
         missing = sorted(p for p in flow_.sources if p not in given_in)
         if missing:
-            raise SparkRunError(f"source ports not bound: {', '.join(missing)}\n  fix: bind each with an input (see hydrolite.planner.spark.ports)")
+            raise SparkRunError(
+                f"source ports not bound: {', '.join(missing)}\n  fix: bind each with an input (see hydrolite.planner.spark.ports)"
+            )
         self.inputs: dict[str, InputBinding] = {p: parse_input(s) for p, s in given_in.items()}
         self.files = FileWatch(self.spark, self.inputs)  # checks of the file inputs (files.py)
-        self.outputs: dict[str, OutputBinding] = {p: parse_output((outputs or {}).get(p, "memory")) for p in flow_.sinks}
+        self.outputs: dict[str, OutputBinding] = {
+            p: parse_output((outputs or {}).get(p, "memory")) for p in flow_.sinks
+        }
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
         pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
@@ -563,7 +593,9 @@ class FlowRunner:
                     raise
         self._check()
 
-    def run_until_idle(self, idle_seconds: float = 3.0, poll: float = 0.5, on_progress: Callable[[FlowRunner], None] | None = None) -> None:
+    def run_until_idle(
+        self, idle_seconds: float = 3.0, poll: float = 0.5, on_progress: Callable[[FlowRunner], None] | None = None
+    ) -> None:
         """Run until every query has been waiting for data (with nothing new) for `idle_seconds`."""
         last_busy = time.monotonic()
         while time.monotonic() - last_busy < idle_seconds:

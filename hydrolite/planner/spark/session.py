@@ -27,7 +27,9 @@ def quiet_python_warnings() -> None:
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
-def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "hydrolite") -> SparkSession:
+def spark_session(
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "hydrolite"
+) -> SparkSession:
     """Get or create the session: `local[*]` when `master` is None, `sc://...` for Spark Connect."""
     from .feed import FeedDataSource
 
@@ -37,7 +39,9 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
         if importlib.util.find_spec("grpc") is None:  # pyspark would exit the process instead
             from .errors import SparkRunError
 
-            raise SparkRunError(f"cannot connect to {master}: the Spark Connect client needs grpcio\n  fix: pip install 'pyspark[connect]'")
+            raise SparkRunError(
+                f"cannot connect to {master}: the Spark Connect client needs grpcio\n  fix: pip install 'pyspark[connect]'"
+            )
         builder = builder.remote(master)
     else:
         builder = builder.master(master or "local[*]")

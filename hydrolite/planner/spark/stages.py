@@ -207,7 +207,6 @@ def _check_supported(flow: Flow, roles: Roles) -> None:
                 fix="simulate cluster programs with hydrolite.sim, or model the members as processes",
             )
 
-
     for node in flow.nodes():
         if roles.of(node).role is Role.ENTRY:
             _check_no_self_feedback(node)
@@ -377,7 +376,9 @@ class _Cutter:
         if isinstance(key, TickHome):
             tick = key.tick
             regions = tuple(r for r in self.flow.regions if r.tick == tick)
-            merged: tuple[TickId, ...] = tuple(sorted({t for r in regions for t in r.merged_ticks} | {tick}, key=lambda t: t.index))
+            merged: tuple[TickId, ...] = tuple(
+                sorted({t for r in regions for t in r.merged_ticks} | {tick}, key=lambda t: t.index)
+            )
             return Stage(i, key.name, tick, merged, regions)
         return Stage(i, key.name, None)
 

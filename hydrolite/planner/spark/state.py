@@ -52,7 +52,9 @@ class StateStore:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(os.path.join(directory, "state.sqlite"), check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            os.path.join(directory, "state.sqlite"), check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)

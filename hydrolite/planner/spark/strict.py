@@ -406,7 +406,7 @@ def parse_json(text: str) -> Any:
 def json_error(e: json.JSONDecodeError, text: str) -> Rejection:
     stripped = len(text.rstrip())
     if e.msg.startswith("Extra data"):
-        found = f"more text after the record at column {e.colno}: {_short(text[e.pos:].strip(), 40)!r}"
+        found = f"more text after the record at column {e.colno}: {_short(text[e.pos :].strip(), 40)!r}"
     elif e.pos >= stripped or e.msg.startswith("Unterminated string"):
         found = "a record cut off before its end (a truncated line?)"
     else:

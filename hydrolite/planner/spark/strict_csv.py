@@ -65,7 +65,7 @@ class CsvDialect:
                 m = re.compile(r"\r\n|\r|\n").match(text, i) if multiline else None
                 if m is not None:
                     return out, m.end()
-                raise Rejection("a separator after a closing quote", f"{text[i:i + 20]!r} at column {i + 1}")
+                raise Rejection("a separator after a closing quote", f"{text[i : i + 20]!r} at column {i + 1}")
             i += len(self.sep)
             if i == n:
                 out.append(None if self.null_value == "" else "")
@@ -121,7 +121,9 @@ def csv_header(layout: Layout, names: list[str | None]) -> list[int]:
     unknown = [n for n in got if n not in want]
     dupes = sorted({n for n in got if got.count(n) > 1})
     if missing or unknown or dupes:
-        parts = ([f"no column {', '.join(missing)}"] if missing else []) + ([f"unknown column {', '.join(map(repr, unknown))}"] if unknown else [])
+        parts = ([f"no column {', '.join(missing)}"] if missing else []) + (
+            [f"unknown column {', '.join(map(repr, unknown))}"] if unknown else []
+        )
         parts += [f"column {', '.join(dupes)} twice"] if dupes else []
         hint = " (a file without a header line?)" if missing and unknown else ""
         field = (missing or unknown or dupes)[0]

@@ -48,27 +48,86 @@ from .strict_csv import CsvDialect
 from .types import DictT, HType, ListT, NoneT, OptT, StructT
 
 Reader = DataFrameReader | DataStreamReader
-BAD = T.StructType([T.StructField(n, t, True) for n, t in (("file", T.StringType()), ("line", T.LongType()), ("raw", T.StringType()), ("reason", T.StringType()))])
+BAD = T.StructType(
+    [
+        T.StructField(n, t, True)
+        for n, t in (
+            ("file", T.StringType()),
+            ("line", T.LongType()),
+            ("raw", T.StringType()),
+            ("reason", T.StringType()),
+        )
+    ]
+)
 _BAD_ARROW = pa.struct([("file", pa.string()), ("line", pa.int64()), ("raw", pa.string()), ("reason", pa.string())])
-FILE = T.StructType([T.StructField("path", T.StringType(), True), T.StructField("start", T.LongType(), True), T.StructField("bad", BAD, True)])
+FILE = T.StructType(
+    [
+        T.StructField("path", T.StringType(), True),
+        T.StructField("start", T.LongType(), True),
+        T.StructField("bad", BAD, True),
+    ]
+)
 
 # Spark's JSON / CSV options the strict parser does not implement (refused, never ignored)
 _JSON_ONLY = {
-    "primitivesasstring", "prefersdecimal", "allowcomments", "allowunquotedfieldnames", "allowsinglequotes",
-    "allownumericleadingzeros", "allowbackslashescapinganycharacter", "columnnameofcorruptrecord", "dateformat",
-    "timestampformat", "timestampntzformat", "enabledatetimeparsingfallback", "allowunquotedcontrolchars",
-    "samplingratio", "dropfieldifallnull", "locale", "allownonnumericnumbers", "infertimestamp",
+    "primitivesasstring",
+    "prefersdecimal",
+    "allowcomments",
+    "allowunquotedfieldnames",
+    "allowsinglequotes",
+    "allownumericleadingzeros",
+    "allowbackslashescapinganycharacter",
+    "columnnameofcorruptrecord",
+    "dateformat",
+    "timestampformat",
+    "timestampntzformat",
+    "enabledatetimeparsingfallback",
+    "allowunquotedcontrolchars",
+    "samplingratio",
+    "dropfieldifallnull",
+    "locale",
+    "allownonnumericnumbers",
+    "infertimestamp",
 }
 _CSV_ONLY = {
-    "ignoreleadingwhitespace", "ignoretrailingwhitespace", "nanvalue", "positiveinf", "negativeinf", "dateformat",
-    "timestampformat", "timestampntzformat", "enabledatetimeparsingfallback", "maxcolumns", "maxcharspercolumn",
-    "columnnameofcorruptrecord", "chartoescapequoteescaping", "samplingratio", "emptyvalue", "locale",
-    "unescapedquotehandling", "preferdate",
+    "ignoreleadingwhitespace",
+    "ignoretrailingwhitespace",
+    "nanvalue",
+    "positiveinf",
+    "negativeinf",
+    "dateformat",
+    "timestampformat",
+    "timestampntzformat",
+    "enabledatetimeparsingfallback",
+    "maxcolumns",
+    "maxcharspercolumn",
+    "columnnameofcorruptrecord",
+    "chartoescapequoteescaping",
+    "samplingratio",
+    "emptyvalue",
+    "locale",
+    "unescapedquotehandling",
+    "preferdate",
 }
 # what the strict parser reads itself (not passed to Spark's text source)
 _PARSED = {
     "json": {"multiline", "encoding", "charset", "mode", "timezone"},
-    "csv": {"header", "sep", "delimiter", "quote", "escape", "nullvalue", "comment", "encoding", "charset", "multiline", "mode", "timezone", "enforceschema", "inferschema"},
+    "csv": {
+        "header",
+        "sep",
+        "delimiter",
+        "quote",
+        "escape",
+        "nullvalue",
+        "comment",
+        "encoding",
+        "charset",
+        "multiline",
+        "mode",
+        "timezone",
+        "enforceschema",
+        "inferschema",
+    },
 }
 
 
@@ -97,7 +156,9 @@ def read_options(port: str, fmt: str, options: dict[str, str]) -> ReadOptions:
             elif kind == "quarantine" and target:
                 quarantine = target
             else:
-                raise SparkRunError(f"input {port!r}: onBadRecord={value!r} is not 'fail' or 'quarantine:DIR'\n  fix: ?onBadRecord=fail (the default) or ?onBadRecord=quarantine:/path/to/dead-letters")
+                raise SparkRunError(
+                    f"input {port!r}: onBadRecord={value!r} is not 'fail' or 'quarantine:DIR'\n  fix: ?onBadRecord=fail (the default) or ?onBadRecord=quarantine:/path/to/dead-letters"
+                )
         elif low == "maxrecordbytes":
             if not value.isdigit() or int(value) <= 0:
                 raise SparkRunError(f"input {port!r}: maxRecordBytes={value!r} is not a positive number of bytes")
@@ -114,23 +175,45 @@ def read_options(port: str, fmt: str, options: dict[str, str]) -> ReadOptions:
     spark = spark_options(spark)  # without files.py's own options; temporary names skipped
     mode = parse.pop("mode", "FAILFAST")
     if mode.upper() != "FAILFAST":
-        raise SparkRunError(f"input {port!r}: mode={mode} would drop or null out bad records silently\n  fix: ?onBadRecord=quarantine:DIR sets them aside (and counts them)")
+        raise SparkRunError(
+            f"input {port!r}: mode={mode} would drop or null out bad records silently\n  fix: ?onBadRecord=quarantine:DIR sets them aside (and counts them)"
+        )
     return ReadOptions(quarantine, max_bytes, parse, spark)
 
 
-def parse_spec(spark: SparkSession, binding: FileInput, port: str, vt: HType, kt: HType | None, ro: ReadOptions) -> ParseSpec:
+def parse_spec(
+    spark: SparkSession, binding: FileInput, port: str, vt: HType, kt: HType | None, ro: ReadOptions
+) -> ParseSpec:
     """What the workers need to parse this input (checked here, on the driver)."""
     p = ro.parse
     enc = p.get("encoding", p.get("charset", "utf-8"))
     if enc.lower().replace("-", "").startswith(("utf16", "utf32")):
-        raise SparkRunError(f"input {port!r}: encoding {enc} is not supported (lines are split on single bytes)\n  fix: convert the files to UTF-8")
+        raise SparkRunError(
+            f"input {port!r}: encoding {enc} is not supported (lines are split on single bytes)\n  fix: convert the files to UTF-8"
+        )
     tz = p.get("timezone") or spark.conf.get("spark.sql.session.timeZone") or "UTC"
     quote = p.get("quote", '"') or "\0"
-    dialect = CsvDialect(sep=p.get("sep", p.get("delimiter", ",")), quote=quote, escape=p.get("escape", "\\"), null_value=p.get("nullvalue", ""), comment=p.get("comment", ""))
+    dialect = CsvDialect(
+        sep=p.get("sep", p.get("delimiter", ",")),
+        quote=quote,
+        escape=p.get("escape", "\\"),
+        null_value=p.get("nullvalue", ""),
+        comment=p.get("comment", ""),
+    )
     spec = ParseSpec(
-        port, binding.fmt, vt, kt, tz, enc, ro.max_bytes, p.get("multiline", "false").lower() == "true",
-        next((v for k, v in ro.spark.items() if k.lower() == "linesep"), None), p.get("header", "true").lower() == "true",
-        dialect, ro.quarantine, binding.path,
+        port,
+        binding.fmt,
+        vt,
+        kt,
+        tz,
+        enc,
+        ro.max_bytes,
+        p.get("multiline", "false").lower() == "true",
+        next((v for k, v in ro.spark.items() if k.lower() == "linesep"), None),
+        p.get("header", "true").lower() == "true",
+        dialect,
+        ro.quarantine,
+        binding.path,
     )
     try:
         "".encode(enc)
@@ -138,7 +221,9 @@ def parse_spec(spark: SparkSession, binding: FileInput, port: str, vt: HType, kt
         FileParser(spec)  # builds the checkers: a type the format cannot hold fails here
     except (TypeError, ValueError, LookupError) as exc:
         fix = "bind it to json: or parquet: files" if binding.fmt == "csv" else "bind it to parquet: files"
-        raise SparkRunError(f"input {port!r}: {binding.fmt} files cannot hold its elements ({exc})\n  fix: {fix}") from exc
+        raise SparkRunError(
+            f"input {port!r}: {binding.fmt} files cannot hold its elements ({exc})\n  fix: {fix}"
+        ) from exc
     return spec
 
 
@@ -148,7 +233,9 @@ def file_schema(vt: HType, kt: HType | None) -> T.StructType:
     return T.StructType([*cols, T.StructField("v", vt.spark(), True), T.StructField("_file", FILE, True)])
 
 
-def read_input(spark: SparkSession, binding: FileInput, port: str, vt: HType, kt: HType | None, files: list[str] | None = None) -> DataFrame:
+def read_input(
+    spark: SparkSession, binding: FileInput, port: str, vt: HType, kt: HType | None, files: list[str] | None = None
+) -> DataFrame:
     """The checked records of a file input: a stream of its directory, or (`files`, for
     verify-run) a batch read of some of its files. Columns `k`, `v`, `_file` (`file_schema`)."""
     ro = read_options(port, binding.fmt, binding.options)
@@ -164,7 +251,9 @@ def read_input(spark: SparkSession, binding: FileInput, port: str, vt: HType, kt
     if spec.multiline:
         text = text.option("wholetext", "true")
     lines = text.load(target).select(
-        F.col("value").cast("binary").alias("raw"), F.col("_metadata.file_path").alias("path"), F.col("_metadata.file_block_start").alias("start")
+        F.col("value").cast("binary").alias("raw"),
+        F.col("_metadata.file_path").alias("path"),
+        F.col("_metadata.file_block_start").alias("start"),
     )
     return map_in_arrow(lines, parse_lines(spec), file_schema(vt, kt))
 
@@ -199,7 +288,8 @@ def parse_lines(spec: ParseSpec) -> ArrowFn:
                     uris.append(uri)
                     starts.append(start)
             where = pa.StructArray.from_arrays(
-                [pa.array(uris, pa.string()), pa.array(starts, pa.int64()), pa.array(bads, _BAD_ARROW)], names=["path", "start", "bad"]
+                [pa.array(uris, pa.string()), pa.array(starts, pa.int64()), pa.array(bads, _BAD_ARROW)],
+                names=["path", "start", "bad"],
             )
             arrays = ([pa.array(ks, kt_arrow)] if kt_arrow is not None else []) + [pa.array(vs, vt_arrow), where]
             yield pa.RecordBatch.from_arrays(arrays, names=(["k"] if kt_arrow is not None else []) + ["v", "_file"])
@@ -218,11 +308,17 @@ def null_problem(c: Column, t: HType, path: Column) -> Column | None:
         some = null_problem(c, t.inner, path)
         return None if some is None else F.when(c.isNotNull(), some)
     if isinstance(t, NoneT):
-        return F.when(c.isNotNull(), F.concat(F.lit("field '"), path, F.lit("': expected None (null), found "), c.cast("string")))
+        return F.when(
+            c.isNotNull(), F.concat(F.lit("field '"), path, F.lit("': expected None (null), found "), c.cast("string"))
+        )
     msg = F.concat(F.lit("field '"), path, F.lit(f"': expected {t.describe()}, found null (or no such column)"))
     inner: Column | None = None
     if isinstance(t, StructT):
-        parts = [p for n, it in zip(t.names, t.items) if (p := null_problem(c.getField(n), it, F.concat(path, F.lit(f".{n}")))) is not None]
+        parts = [
+            p
+            for n, it in zip(t.names, t.items)
+            if (p := null_problem(c.getField(n), it, F.concat(path, F.lit(f".{n}")))) is not None
+        ]
         inner = F.coalesce(*parts) if len(parts) > 1 else parts[0] if parts else None
     elif isinstance(t, ListT) and null_problem(F.lit(None), t.item, path) is not None:
         item = t.item
@@ -235,7 +331,9 @@ def null_problem(c: Column, t: HType, path: Column) -> Column | None:
         val = t.value
 
         def in_dict(e: Column) -> Column:
-            return null_problem(e["value"], val, F.concat(path, F.lit("['"), e["key"].cast("string"), F.lit("']"))) or F.lit(None)
+            return null_problem(
+                e["value"], val, F.concat(path, F.lit("['"), e["key"].cast("string"), F.lit("']"))
+            ) or F.lit(None)
 
         inner = F.get(F.array_compact(F.transform(F.map_entries(c), in_dict)), 0)
     return F.when(c.isNull(), msg) if inner is None else F.when(c.isNull(), msg).otherwise(inner)
@@ -252,9 +350,23 @@ def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quara
     bad = F.lit(None).cast(BAD)
     if problem is not None and quarantine is not None:
         path = F.url_decode(F.regexp_replace(F.regexp_replace(uri, r"\+", "%2B"), "^file:(//)?", ""))
-        bad = F.when(problem.isNotNull(), F.struct(path.alias("file"), row.alias("line"), record.alias("raw"), problem.alias("reason")))
+        bad = F.when(
+            problem.isNotNull(),
+            F.struct(path.alias("file"), row.alias("line"), record.alias("raw"), problem.alias("reason")),
+        )
     elif problem is not None:  # a filter: Spark never prunes it away
-        fail = F.raise_error(F.concat(F.lit(_MARK), uri, F.lit(" row "), row.cast("string"), F.lit(": "), problem, F.lit(" | record: "), record))
+        fail = F.raise_error(
+            F.concat(
+                F.lit(_MARK),
+                uri,
+                F.lit(" row "),
+                row.cast("string"),
+                F.lit(": "),
+                problem,
+                F.lit(" | record: "),
+                record,
+            )
+        )
         df = df.filter(F.when(problem.isNull(), F.lit(True)).otherwise(fail.cast("boolean")))
     where = F.struct(uri.alias("path"), F.col("_metadata.file_block_start").alias("start"), bad.alias("bad"))
     return df.select(*internal_columns(vt, kt), where.alias("_file"))
@@ -272,7 +384,11 @@ def read_error_detail(text: str, port: str, binding: FileInput) -> str | None:
     if m:
         path = local_path(m.group(1))
         return f"\n  {path}, row {m.group(2)}: {m.group(3)}{_columns_of(path)}\n  record: {m.group(4)}\n{fix}"
-    m = re.search(r"\[(FAILED_READ_FILE[.\w]*)\] Encountered error while reading file (\S+?)\.?\s+(.*?)\s*SQLSTATE", text, re.DOTALL)
+    m = re.search(
+        r"\[(FAILED_READ_FILE[.\w]*)\] Encountered error while reading file (\S+?)\.?\s+(.*?)\s*SQLSTATE",
+        text,
+        re.DOTALL,
+    )
     if not m:
         return None
     path, rest = local_path(m.group(2)), " ".join(m.group(3).split())

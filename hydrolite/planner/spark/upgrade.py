@@ -107,7 +107,9 @@ def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
         with open(path) as fh:
             data = json.load(fh)
         queries = {
-            d: QueryRecord(d, list(q["inputs"]), list(q["sinks"]), {k: StateRecord(key=k, **s) for k, s in q["state"].items()})
+            d: QueryRecord(
+                d, list(q["inputs"]), list(q["sinks"]), {k: StateRecord(key=k, **s) for k, s in q["state"].items()}
+            )
             for d, q in data["queries"].items()
         }
         return queries, int(data.get("resets", 0))
@@ -156,7 +158,11 @@ class Reconciliation:
         return any(not ln.lstrip().startswith("=") or "(" in ln.split(":", 1)[-1] for ln in self.lines)
 
     def render(self) -> str:
-        head = "plan check: a new checkpoint (nothing to compare)" if self.fresh else f"plan check against {self.checkpoint}:"
+        head = (
+            "plan check: a new checkpoint (nothing to compare)"
+            if self.fresh
+            else f"plan check against {self.checkpoint}:"
+        )
         out = [head, *self.lines]
         if self.refusals:
             out.append(f"refused: {len(self.refusals)} change(s) would lose or invent state:")
@@ -169,7 +175,10 @@ class Reconciliation:
         for stage in self.plan.stages:
             stage.name = self.names.get(stage.index, stage.base_name)
             stage.input_order = self.input_order.get(stage.index, [])
-            stage.state_keys = {**{id(x): self.plan.identities[id(x)].key for x in stage.nodes}, **self.keys.get(stage.index, {})}
+            stage.state_keys = {
+                **{id(x): self.plan.identities[id(x)].key for x in stage.nodes},
+                **self.keys.get(stage.index, {}),
+            }
 
     def record(self) -> dict[str, Any]:
         """The plan record to write after `apply` (what the next restart compares with)."""
@@ -178,8 +187,18 @@ class Reconciliation:
             state = {}
             for x in stage.stateful:
                 ident = self.plan.identities[id(x)]
-                state[stage.state_keys[id(x)]] = {"base": ident.base, "code": ident.code, "op": ident.op, "at": ident.at, "type": state_type(x)}
-            queries[stage.name] = {"inputs": stage_inputs(stage), "sinks": [s.port for s in stage.sinks], "state": state}
+                state[stage.state_keys[id(x)]] = {
+                    "base": ident.base,
+                    "code": ident.code,
+                    "op": ident.op,
+                    "at": ident.at,
+                    "type": state_type(x),
+                }
+            queries[stage.name] = {
+                "inputs": stage_inputs(stage),
+                "sinks": [s.port for s in stage.sinks],
+                "state": state,
+            }
         return {"version": RECORD_VERSION, "flow": self.plan.flow.name, "resets": self.resets, "queries": queries}
 
 
@@ -222,7 +241,9 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
             while name in old or os.path.exists(os.path.join(recon.checkpoint, name)):
                 name, k = f"{stage.base_name}-v{k}", k + 1
             recon.names[stage.index] = name
-            recon.lines.append(f"  + query {name}: new (reads {stage_inputs(stage)}, writes {[s.port for s in stage.sinks]}); starts from the beginning of its inputs")
+            recon.lines.append(
+                f"  + query {name}: new (reads {stage_inputs(stage)}, writes {[s.port for s in stage.sinks]}); starts from the beginning of its inputs"
+            )
             continue
         recon.names[stage.index] = q
         _compare_query(recon, stage, old[q], committed(recon.checkpoint, q), reset, used)
@@ -230,9 +251,13 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
         if q not in taken:
             lost = [s for s in rec.state.values() if not _matches(reset, s.display, s.key)]
             n_done = committed(recon.checkpoint, q)
-            recon.lines.append(f"  - query {q}: no longer in the program (read {rec.inputs}, wrote {rec.sinks}); its directory is kept")
+            recon.lines.append(
+                f"  - query {q}: no longer in the program (read {rec.inputs}, wrote {rec.sinks}); its directory is kept"
+            )
             for s in lost if n_done else []:
-                recon.refusals.append(f"{s.display}: the state of query {q} (key {s.key}, {s.type}) would be lost: the program no longer has this operator")
+                recon.refusals.append(
+                    f"{s.display}: the state of query {q} (key {s.key}, {s.type}) would be lost: the program no longer has this operator"
+                )
                 recon.fixes.append(f"pass --reset-state {s.display} to drop it, or keep the operator")
             used.difference_update(x for s in rec.state.values() for x in (s.display, s.key))
     unknown = sorted(r for r in used if not _known(r, plan, old))
@@ -257,7 +282,11 @@ def _pair_queries(plan: Plan, old: dict[str, QueryRecord], checkpoint: str) -> d
         for q, rec in old.items():
             if not committed(checkpoint, q) and set(rec.inputs) != inputs:
                 continue  # never committed and read other inputs: its Spark log cannot serve
-            score = 8 * len(bases & {s.base for s in rec.state.values()}) + 2 * len(inputs & set(rec.inputs)) + len(sinks & set(rec.sinks))
+            score = (
+                8 * len(bases & {s.base for s in rec.state.values()})
+                + 2 * len(inputs & set(rec.inputs))
+                + len(sinks & set(rec.sinks))
+            )
             if score:
                 scores.append((score, stage.index, q))
     pairs: dict[int, str] = {}
@@ -267,7 +296,9 @@ def _pair_queries(plan: Plan, old: dict[str, QueryRecord], checkpoint: str) -> d
     return pairs
 
 
-def _compare_query(recon: Reconciliation, stage: Stage, rec: QueryRecord, done: int, reset: Sequence[str], used: set[str]) -> None:
+def _compare_query(
+    recon: Reconciliation, stage: Stage, rec: QueryRecord, done: int, reset: Sequence[str], used: set[str]
+) -> None:
     q = rec.dir
     inputs = stage_inputs(stage)
     recon.input_order[stage.index] = list(rec.inputs) if set(rec.inputs) == set(inputs) else []
@@ -303,11 +334,15 @@ def _compare_query(recon: Reconciliation, stage: Stage, rec: QueryRecord, done: 
                 f"{ns.ident.display}: new state in query {q} would start empty at batch {done}, "
                 f"without the {done} batch(es) of input already read (key {ns.ident.key})"
             )
-            recon.fixes.append(f"pass name=... naming the operator it replaces, or accept an empty start with --reset-state {ns.ident.display}")
+            recon.fixes.append(
+                f"pass name=... naming the operator it replaces, or accept an empty start with --reset-state {ns.ident.display}"
+            )
             continue
         keys[id(ns.node)] = s.key
         if s.type != ns.type and "?" not in s.type + ns.type:
-            recon.refusals.append(f"{ns.ident.display}: its state was {s.type} and would now be read as {ns.type} (key {s.key})")
+            recon.refusals.append(
+                f"{ns.ident.display}: its state was {s.type} and would now be read as {ns.type} (key {s.key})"
+            )
             recon.fixes.append(f"pass --reset-state {ns.ident.display} to start it empty, or keep its type")
             continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
@@ -321,8 +356,12 @@ def _compare_query(recon: Reconciliation, stage: Stage, rec: QueryRecord, done: 
             used.difference_update((s.display, s.key))
             recon.lines.append(f"      - {s.display}: state dropped (--reset-state)")
             continue
-        recon.refusals.append(f"{s.display}: the state of query {q} (key {s.key}, {s.type}) would be lost: the program no longer has this operator")
-        recon.fixes.append(f"pass name=... with its old key's operator, or drop the state with --reset-state {s.display}")
+        recon.refusals.append(
+            f"{s.display}: the state of query {q} (key {s.key}, {s.type}) would be lost: the program no longer has this operator"
+        )
+        recon.fixes.append(
+            f"pass name=... with its old key's operator, or drop the state with --reset-state {s.display}"
+        )
     recon.keys[stage.index] = keys
 
 

@@ -40,8 +40,12 @@ class SFrame:
     def cols(self) -> list[str]:
         return [*self.order, *(["k"] if self.keyed else []), "v"]
 
-    def with_df(self, df: DataFrame, vt: HType | None = None, kt: HType | None = None, order: tuple[str, ...] | None = None) -> SFrame:
-        return SFrame(df, self.vt if vt is None else vt, self.kt if kt is None else kt, self.order if order is None else order)
+    def with_df(
+        self, df: DataFrame, vt: HType | None = None, kt: HType | None = None, order: tuple[str, ...] | None = None
+    ) -> SFrame:
+        return SFrame(
+            df, self.vt if vt is None else vt, self.kt if kt is None else kt, self.order if order is None else order
+        )
 
     def unordered(self) -> SFrame:
         return SFrame(self.df.select(*(["k"] if self.keyed else []), "v"), self.vt, self.kt, ())
@@ -126,7 +130,14 @@ class KTable:
 Val = SFrame | Scalar | KTable
 
 
-def frame_of(spark: SparkSession, values: list[Any], vt: HType, keys: list[Any] | None = None, kt: HType | None = None, ordered: bool = True) -> SFrame:
+def frame_of(
+    spark: SparkSession,
+    values: list[Any],
+    vt: HType,
+    keys: list[Any] | None = None,
+    kt: HType | None = None,
+    ordered: bool = True,
+) -> SFrame:
     """An SFrame built from Python values held by the driver (through one Arrow table)."""
     cols: dict[str, Any] = {}
     fields: list[Any] = []

@@ -106,9 +106,13 @@ class VerifyReport:
 
     def __str__(self) -> str:
         if self.identical and not self.outputs and self.skipped:
-            head = f"{self.ticks} ticks, nothing compared (no sink could be read back; bind sinks to files to verify them)"
+            head = (
+                f"{self.ticks} ticks, nothing compared (no sink could be read back; bind sinks to files to verify them)"
+            )
         else:
-            head = f"{self.ticks} ticks, {self.outputs} outputs, " + ("identical" if self.identical else f"{len(self.divergences)} divergent batch(es)")
+            head = f"{self.ticks} ticks, {self.outputs} outputs, " + (
+                "identical" if self.identical else f"{len(self.divergences)} divergent batch(es)"
+            )
         lines = [head, *(f"  not compared: {s}" for s in self.skipped)]
         if self.divergences:
             lines.append(f"first {self.divergences[0]}")
@@ -179,7 +183,9 @@ def _sink_types(checkpoint: str, sink: n.Sink) -> tuple[HType, HType | None]:
     return _types(sink)
 
 
-def read_outputs(spark: SparkSession, sink: n.Sink, binding: OutputBinding, checkpoint: str) -> dict[int, list[Any]] | None:
+def read_outputs(
+    spark: SparkSession, sink: n.Sink, binding: OutputBinding, checkpoint: str
+) -> dict[int, list[Any]] | None:
     """Per batch id, what a sink wrote (None when the binding cannot be read back)."""
     if isinstance(binding, MemorySink):
         return dict(binding.batches)
@@ -197,7 +203,9 @@ def read_outputs(spark: SparkSession, sink: n.Sink, binding: OutputBinding, chec
             except Exception as exc:  # re-raised with the sink and the directory, without Java frames
                 from .errors import describe_spark_error
 
-                raise VerifyError(f"sink {sink.port!r}: cannot read its output {where}: {describe_spark_error(exc)}") from exc
+                raise VerifyError(
+                    f"sink {sink.port!r}: cannot read its output {where}: {describe_spark_error(exc)}"
+                ) from exc
         return out
     return None
 
@@ -226,12 +234,16 @@ def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapp
         binding = q.bindings[name]
         vt, kt = _types(node)
         if start == "?":
-            raise VerifyError(f"query {q.stage.name!r} batch {tick.batch_id}: the start offset of {name!r} is no longer logged")
+            raise VerifyError(
+                f"query {q.stage.name!r} batch {tick.batch_id}: the start offset of {name!r} is no longer logged"
+            )
         if isinstance(binding, FeedInput):
             elements = read_feed(binding.path, start, end, vt, kt)
         elif isinstance(binding, FileInput):
             if name not in files:
-                raise VerifyError(f"query {q.stage.name!r} batch {tick.batch_id}: the files of input {name!r} were not recorded")
+                raise VerifyError(
+                    f"query {q.stage.name!r} batch {tick.batch_id}: the files of input {name!r} were not recorded"
+                )
             elements = read_files(spark, binding, files[name], vt, kt)
         else:
             raise VerifyError(f"input {name!r} ({binding.describe()}) cannot be read back for a replay")
@@ -278,7 +290,14 @@ def verify_plan(
             ticks = [t for t in read_offset_log(checkpoint, stage.name) if t.committed]
         batches = [_batch_inputs(spark, q, t, batch_files(checkpoint, stage.name, t.batch_id)) for t in ticks]
         # the runtime skips an empty first batch (Spark runs batch 0 even without data)
-        batches = [b for b in batches if b.batch_id != 0 or not stage.streaming or any(b.sources.values()) or any(d for _, d in b.injected.values())]
+        batches = [
+            b
+            for b in batches
+            if b.batch_id != 0
+            or not stage.streaming
+            or any(b.sources.values())
+            or any(d for _, d in b.injected.values())
+        ]
         try:
             results = replay_ticks(plan.flow, stage.tick, batches, sinks=[s.port for s in stage.sinks], program=prog)
         except ReplayBlocked as exc:
@@ -295,7 +314,9 @@ def verify_plan(
                 report.outputs += len(wrote)
                 ordered = sink.meta.ordered and isinstance(outputs[sink.port], MemorySink)
                 if not _same(wrote, model, ordered):
-                    report.divergences.append(Divergence(stage.name, sink.port, r.batch_id, wrote, model, operator_chain(sink)))
+                    report.divergences.append(
+                        Divergence(stage.name, sink.port, r.batch_id, wrote, model, operator_chain(sink))
+                    )
     report.divergences.sort(key=lambda d: d.batch_id)
     return report
 
@@ -305,7 +326,13 @@ def verify_runner(runner: Any) -> VerifyReport:
     return verify_plan(runner.plan, runner.checkpoint, runner.spark, runner.inputs, runner.outputs, runner.channel_dir)
 
 
-def verify_run(flow: Flow, checkpoint: str, spark: SparkSession, inputs: Mapping[str, str] | None = None, outputs: Mapping[str, str] | None = None) -> VerifyReport:
+def verify_run(
+    flow: Flow,
+    checkpoint: str,
+    spark: SparkSession,
+    inputs: Mapping[str, str] | None = None,
+    outputs: Mapping[str, str] | None = None,
+) -> VerifyReport:
     """Verify a run from its checkpoint: port bindings default to those the run recorded."""
     from .ports import parse_input, parse_output
     from .upgrade import reconcile
@@ -316,10 +343,15 @@ def verify_run(flow: Flow, checkpoint: str, spark: SparkSession, inputs: Mapping
         raise VerifyError(f"the program is not the one that wrote the checkpoint:\n{recon.render()}")
     recon.apply()
     recorded = _recorded_bindings(checkpoint)
-    ins = {p: parse_input((inputs or {}).get(p) or recorded["inputs"].get(p) or _missing("input", p)) for p in plan.flow.sources}
+    ins = {
+        p: parse_input((inputs or {}).get(p) or recorded["inputs"].get(p) or _missing("input", p))
+        for p in plan.flow.sources
+    }
     # a sink the run did not record (console, callback) cannot be read back: not compared
     outs = {p: parse_output((outputs or {}).get(p) or recorded["outputs"].get(p) or "console") for p in plan.flow.sinks}
-    return verify_plan(plan, checkpoint, spark, ins, outs, lambda ch: os.path.join(os.path.abspath(checkpoint), "channels", ch.name))
+    return verify_plan(
+        plan, checkpoint, spark, ins, outs, lambda ch: os.path.join(os.path.abspath(checkpoint), "channels", ch.name)
+    )
 
 
 def binding_spec(binding: InputBinding | OutputBinding) -> str | None:
@@ -338,7 +370,9 @@ def binding_spec(binding: InputBinding | OutputBinding) -> str | None:
 
 
 def _missing(what: str, port: str) -> str:
-    raise VerifyError(f"the checkpoint does not record the {what} bound to port {port!r}\n  fix: pass --input {port}=SPEC")
+    raise VerifyError(
+        f"the checkpoint does not record the {what} bound to port {port!r}\n  fix: pass --input {port}=SPEC"
+    )
 
 
 def _recorded_bindings(checkpoint: str) -> dict[str, dict[str, str]]:

@@ -4,8 +4,6 @@ version until t1 ran: the simulator blocked the reading tick, Spark ran it with 
 singleton. The bridge now carries the count's initial version from the start (both
 backends), as the count had before alignment."""
 
-
-
 from __future__ import annotations
 
 import hydrolite as hl
@@ -56,4 +54,8 @@ def build() -> hl.Flow:
     return flow.finalize()
 
 
-STEPS = [{'ys': [0, 1, 6], 'ws': ['mbm', '', 'b']}, {'xs': [7, 1, 1], 'ys': [7, 1, 4, 8], 'ks': [('c', 1), ('c', 5)], 'ws': ['m', 'azm', 'm', 'b']}, {'ys': [10, 4, 7, 1], 'ws': ['a']}]
+STEPS = [
+    {"ys": [0, 1, 6], "ws": ["mbm", "", "b"]},
+    {"xs": [7, 1, 1], "ys": [7, 1, 4, 8], "ks": [("c", 1), ("c", 5)], "ws": ["m", "azm", "m", "b"]},
+    {"ys": [10, 4, 7, 1], "ws": ["a"]},
+]

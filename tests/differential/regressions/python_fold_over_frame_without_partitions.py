@@ -1,8 +1,6 @@
 """Found by run_long seed 349 (not shrunk): a Python fold over a batch frame with no
 partitions got no result row from mapInArrow and failed with IndexError."""
 
-
-
 from __future__ import annotations
 
 import hydrolite as hl
@@ -59,4 +57,9 @@ def build() -> hl.Flow:
     return flow.finalize()
 
 
-STEPS = [{'xs': [1, 4], 'ys': [0, 7, 2], 'ks': [('c', 2), ('a', 8), ('b', 8)], 'ws': ['', 'a']}, {'xs': [], 'ys': [4, 8, 2], 'ks': [('c', 5), ('a', 0), ('c', 6)], 'ws': ['a']}, {'xs': [], 'ys': [12, 1, 9], 'ks': [('b', 6), ('b', 1), ('b', 1)], 'ws': ['ab', 'm', 'bm', 'ma']}, {'xs': [3, 8, 9], 'ys': [], 'ks': [('a', 7), ('c', 0), ('b', 7), ('a', 4)], 'ws': ['z', '', 'mzz']}]
+STEPS = [
+    {"xs": [1, 4], "ys": [0, 7, 2], "ks": [("c", 2), ("a", 8), ("b", 8)], "ws": ["", "a"]},
+    {"xs": [], "ys": [4, 8, 2], "ks": [("c", 5), ("a", 0), ("c", 6)], "ws": ["a"]},
+    {"xs": [], "ys": [12, 1, 9], "ks": [("b", 6), ("b", 1), ("b", 1)], "ws": ["ab", "m", "bm", "ma"]},
+    {"xs": [3, 8, 9], "ys": [], "ks": [("a", 7), ("c", 0), ("b", 7), ("a", 4)], "ws": ["z", "", "mzz"]},
+]

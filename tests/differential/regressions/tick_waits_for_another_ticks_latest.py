@@ -2,8 +2,6 @@
 ran. The model waits; Spark ran the tick with an empty singleton. A blocked batch is now
 held back (held/<batch id>) and processed with the next batch that can run."""
 
-
-
 from __future__ import annotations
 
 import hydrolite as hl
@@ -45,4 +43,4 @@ def build() -> hl.Flow:
     return flow.finalize()
 
 
-STEPS = [{'xs': [4]}]
+STEPS = [{"xs": [4]}]
