@@ -308,20 +308,7 @@ class CrashWorld(World):
         """Evaluate the body (entries already in `vals`), exits and commits, and propagate
         the exits, staging what reaches an output; returns the outputs, grouped."""
         st = self.states[p]
-        changed: set[int] = set()
-        for op in tp.body:
-            if op.role is Role.CARRIED:
-                self._carried_step(op, p, st, vals, changed)
-            else:
-                vals[op.idx] = op.tick(self, st, vals)
-        outs = []
-        for x in tp.exits:
-            v = x.exit(self, st, vals)  # type: ignore[attr-defined]
-            if v is not NOTHING:
-                outs.append((x, v))
-        for c in tp.commits:
-            c.commit(st)  # type: ignore[attr-defined]
-        self.idle.pop((id(tp), p), None)
+        outs = self._run_body(tp, p, st, vals)
         staged: list[tuple[Op, int, int, Any]] = []
         self.staged = staged
         try:

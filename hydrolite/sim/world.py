@@ -316,20 +316,7 @@ class World:
             self.trace.append(("tick", tp.label, self.prog.places[p].label, k))
         vals: list[Any] = [None] * len(self.prog.ops)
         self.decide_entries(tp, p, st, vals, floors)
-        changed: set[int] = set()
-        for op in tp.body:
-            if op.role is Role.CARRIED:
-                self._carried_step(op, p, st, vals, changed)
-            else:
-                vals[op.idx] = op.tick(self, st, vals)
-        outs = []
-        for x in tp.exits:
-            v = x.exit(self, st, vals)  # type: ignore[attr-defined]
-            if v is not NOTHING:
-                outs.append((x, v))
-        for c in tp.commits:
-            c.commit(st)  # type: ignore[attr-defined]
-        self.idle.pop((id(tp), p), None)  # the state an idle run would read has changed
+        outs = self._run_body(tp, p, st, vals)
         for x, v in outs:
             self.propagate(x, p, v)
 
@@ -368,6 +355,26 @@ class World:
                 counts[i] = 0
             elif self_driven and i in advancing:
                 counts[i] += 1
+
+    def _run_body(self, tp: TickPlan, p: int, st: Any, vals: list[Any]) -> list[tuple[Op, Any]]:
+        """One run of a tick after its entries are decided: the body (carried nodes step on
+        their delta), the exits' values, the commits; the tick's idle verdict is dropped
+        (the state an idle run would read has changed)."""
+        changed: set[int] = set()
+        for op in tp.body:
+            if op.role is Role.CARRIED:
+                self._carried_step(op, p, st, vals, changed)
+            else:
+                vals[op.idx] = op.tick(self, st, vals)
+        outs: list[tuple[Op, Any]] = []
+        for x in tp.exits:
+            v = x.exit(self, st, vals)  # type: ignore[attr-defined]
+            if v is not NOTHING:
+                outs.append((x, v))
+        for c in tp.commits:
+            c.commit(st)  # type: ignore[attr-defined]
+        self.idle.pop((id(tp), p), None)
+        return outs
 
     def _carried_step(self, op: Op, p: int, st: list[Any], vals: list[Any], changed: set[int]) -> None:
         """A carried op consumes what reached it in this run (deltas / new versions)."""

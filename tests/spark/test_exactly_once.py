@@ -114,23 +114,17 @@ def test_crash_inside_a_batch_then_restart(
     assert read_outputs(tmp_path) == reference
 
 
-def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[str, Any]) -> None:
-    inputs = write_feeds(tmp_path)
-    cmd = [
-        sys.executable,
-        "-m",
-        "hydrolite.cli",
-        "run",
-        "examples/counter.py",
-        "--until-idle",
-        "2",
-        "--checkpoint",
-        str(tmp_path / "ck"),
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-    ]
-    for port, spec in {**inputs, **outputs(tmp_path)}.items():
+def counter_cli(d: Path, inputs: dict[str, str]) -> list[str]:
+    """`hydrolite run examples/counter.py` on checkpoint d/ck with these inputs and `outputs(d)`."""
+    cmd = [sys.executable, "-m", "hydrolite.cli", "run", "examples/counter.py", "--until-idle", "2"]
+    cmd += ["--checkpoint", str(d / "ck"), "--conf", "spark.sql.shuffle.partitions=2"]
+    for port, spec in {**inputs, **outputs(d)}.items():
         cmd += ["--input" if port in inputs else "--output", f"{port}={spec}"]
+    return cmd
+
+
+def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[str, Any]) -> None:
+    cmd = counter_cli(tmp_path, write_feeds(tmp_path))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed = subprocess.run(
         cmd,

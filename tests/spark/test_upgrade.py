@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
 from hydrolite.planner.spark.upgrade import PlanChangedError
 from tests.core.test_upgrade import counter
-from tests.spark.test_exactly_once import INCREMENTS, QUERIES, outputs, read_outputs
+from tests.spark.test_exactly_once import INCREMENTS, QUERIES, counter_cli, outputs, read_outputs
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,23 +117,7 @@ def test_a_second_runner_is_refused_while_the_first_runs(
 
 def test_two_runners_started_together_write_what_one_runner_writes(tmp_path: Path, reference: dict[str, Any]) -> None:
     ins = feed(tmp_path, range(3))
-    cmd = [
-        sys.executable,
-        "-m",
-        "hydrolite.cli",
-        "run",
-        "examples/counter.py",
-        "--until-idle",
-        "2",
-        "--checkpoint",
-        str(tmp_path / "ck"),
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-    ]
-    for port in ("increment", "query"):
-        cmd += ["--input", f"{port}={ins[port]}"]
-    for port, spec in outputs(tmp_path).items():
-        cmd += ["--output", f"{port}={spec}"]
+    cmd = counter_cli(tmp_path, {p: ins[p] for p in ("increment", "query")})
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
