@@ -177,6 +177,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
+        done = runner.resumed.get(s.name, 0)
+        if done:
+            print(f"hydrolite: query {s.name}: resuming after batch {done - 1} (checkpoint {checkpoint})")
     progress = _Progress(runner)
     runner.start(once=args.once)
     try:
@@ -365,6 +368,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HydroliteError as exc:
         print(f"hydrolite: error [{exc.code}]: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `hydrolite plan ... | head`: the reader stopped; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir import nodes as n
@@ -49,30 +48,27 @@ from .feed import FeedWriter
 from .files import FileWatch
 from .lock import CheckpointLock
 from .offsets import check_restart
+from .outputs import StageOutputs
 from .ports import (
-    ChannelOutput,
     FeedInput,
     FileInput,
-    FileOutput,
     InputBinding,
     MemorySink,
     OutputBinding,
-    SinkCtx,
     collect_values,
     parse_input,
     parse_output,
 )
-from .pyfn import map_in_arrow, reencode
 from .quarantine import divert_rejected, good_rows, quarantine_dir
 from .remap import RemapLog
-from .run_support import busy, pickle_user_modules, record_bindings, record_sink_type
+from .run_support import busy, pickle_user_modules, record_bindings
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .strict_read import read_error_detail
 from .types import NONE, OPAQUE, HType, from_python
-from .upgrade import PlanChangedError, reconcile, write_record
-from .values import Scalar, SFrame, Val, frame_of
+from .upgrade import PlanChangedError, committed, reconcile, write_record
+from .values import Scalar, SFrame, Val
 
 _query_ids = itertools.count()
 
@@ -104,7 +100,7 @@ class StageProgress:
     rejected: dict[str, int] = field(default_factory=dict)  # port -> records set aside (?onBadRecord=quarantine)
 
 
-class StageRunner:
+class StageRunner(StageOutputs):
     """One stage as one streaming query (or a one-off batch job when it reads no stream)."""
 
     def __init__(self, runner: FlowRunner, stage: Stage) -> None:
@@ -389,85 +385,6 @@ class StageRunner:
                 FeedWriter(os.path.join(self.dir, "heartbeat"), NONE).send_many([])
                 return
 
-    def _write_sinks(self, ctx: BatchCtx, batch_id: int) -> None:
-        """Write every sink of the batch (each idempotent by batch id).
-
-        File sinks are independent Spark jobs: they run concurrently (one inheritable thread
-        each, so Spark's per-query properties follow them), which hides each job's fixed
-        driver-side cost; other sinks (memory, callbacks, console) run in order, in this
-        thread. A crash between two sinks (`between_sinks`) is the same as before: the batch
-        is not committed and its replay rewrites every sink."""
-        sinks = self.stage.sinks
-        files = [k for k in sinks if isinstance(self.runner.outputs[k.port], FileOutput)]
-        threads: list[Any] = []
-        errors: list[BaseException] = []
-        if len(files) > 1:
-            from pyspark.util import InheritableThread
-
-            def run(sink: n.Sink) -> None:
-                try:
-                    self._write_sink(sink, ctx, batch_id)
-                except BaseException as exc:  # re-raised in the batch's own thread below
-                    errors.append(exc)
-
-            threads = [InheritableThread(target=run, args=(k,), name=f"hydrolite-sink-{k.port}") for k in files]
-            for t in threads:
-                t.start()
-        try:
-            done = 0
-            for sink in sinks:
-                if threads and sink in files:
-                    continue
-                if done:
-                    self._hook("between_sinks", batch_id)
-                self._write_sink(sink, ctx, batch_id)
-                done += 1
-            if threads:
-                threads[0].join()
-                if done or len(threads) > 1:
-                    self._hook("between_sinks", batch_id)
-        finally:
-            for t in threads:
-                t.join()
-        if errors:
-            raise errors[0]
-
-    def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
-        sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
-        rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
-        if sink.port not in self.runner.typed_sinks:  # once per run: the types do not change
-            record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
-            self.runner.typed_sinks.add(sink.port)
-        if rows is not None:
-            self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
-
-    def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
-        vt, kt = self.runner.channel_types[ch.name]
-        if isinstance(value, Scalar):
-            sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
-        elif isinstance(value, SFrame):
-            sf = value
-            # a channel without a declared type carries its values pickled (the reader cannot know them)
-            change: dict[str, tuple[HType, HType]] = {}
-            for c, have, want in (("v", value.vt, vt), ("k", value.kt, kt)):
-                if want == OPAQUE and have is not None and have != OPAQUE:
-                    change[c] = (have, OPAQUE)
-            if change:
-                base = value.df.select(*value.cols())
-                schema = T.StructType(
-                    [T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields]
-                )
-                sf = SFrame(
-                    map_in_arrow(base, reencode(change), schema),
-                    OPAQUE if "v" in change else value.vt,
-                    OPAQUE if "k" in change else value.kt,
-                    value.order,
-                )
-            sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
-        else:
-            raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
-        ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
-
 
 class FlowRunner:
     """Runs a program on Spark: binds ports, starts one query per stage, reports progress."""
@@ -515,6 +432,8 @@ class FlowRunner:
         if recon.notable:
             print(recon.render(), file=sys.stderr)
         recon.apply()
+        #: query -> batches it had committed before this run (0: a new query)
+        self.resumed = {s.name: committed(self.checkpoint, s.name) for s in self.plan.stages}
         flow_ = self.plan.flow
         given_in = dict(inputs or {})
         missing = sorted(p for p in flow_.sources if p not in given_in)

@@ -1,0 +1,116 @@
+"""Writing a micro-batch's outputs: every sink (idempotent by batch id) and every channel
+to another query. A mixin of `runtime.StageRunner`, kept apart so the runner reads as the
+batch's control flow."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ...ir import nodes as n
+from .errors import SparkRunError
+from .exec import BatchCtx
+from .ports import ChannelOutput, FileOutput, SinkCtx
+from .pyfn import map_in_arrow, reencode
+from .run_support import record_sink_type
+from .stages import Channel
+from .types import OPAQUE, HType
+from .values import Scalar, SFrame, Val, frame_of
+
+if TYPE_CHECKING:
+    from .runtime import FlowRunner, StageProgress
+    from .stages import Stage
+    from .state import StateStore
+
+
+class StageOutputs:
+    """Sinks and channels of one stage's batch (needs the runner's fields below)."""
+
+    runner: FlowRunner
+    stage: Stage
+    store: StateStore
+    progress: StageProgress
+
+    def _hook(self, point: str, batch_id: int) -> None:
+        raise NotImplementedError
+
+    def _write_sinks(self, ctx: BatchCtx, batch_id: int) -> None:
+        """Write every sink of the batch (each idempotent by batch id).
+
+        File sinks are independent Spark jobs: they run concurrently (one inheritable thread
+        each, so Spark's per-query properties follow them), which hides each job's fixed
+        driver-side cost; other sinks (memory, callbacks, console) run in order, in this
+        thread. A crash between two sinks (`between_sinks`) is the same as before: the batch
+        is not committed and its replay rewrites every sink."""
+        sinks = self.stage.sinks
+        files = [k for k in sinks if isinstance(self.runner.outputs[k.port], FileOutput)]
+        threads: list[Any] = []
+        errors: list[BaseException] = []
+        if len(files) > 1:
+            from pyspark.util import InheritableThread
+
+            def run(sink: n.Sink) -> None:
+                try:
+                    self._write_sink(sink, ctx, batch_id)
+                except BaseException as exc:  # re-raised in the batch's own thread below
+                    errors.append(exc)
+
+            threads = [InheritableThread(target=run, args=(k,), name=f"hydrolite-sink-{k.port}") for k in files]
+            for t in threads:
+                t.start()
+        try:
+            done = 0
+            for sink in sinks:
+                if threads and sink in files:
+                    continue
+                if done:
+                    self._hook("between_sinks", batch_id)
+                self._write_sink(sink, ctx, batch_id)
+                done += 1
+            if threads:
+                threads[0].join()
+                if done or len(threads) > 1:
+                    self._hook("between_sinks", batch_id)
+        finally:
+            for t in threads:
+                t.join()
+        if errors:
+            raise errors[0]
+
+    def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
+        sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
+        rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
+        if sink.port not in self.runner.typed_sinks:  # once per run: the types do not change
+            record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
+            self.runner.typed_sinks.add(sink.port)
+        if rows is not None:
+            self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
+
+    def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
+        vt, kt = self.runner.channel_types[ch.name]
+        if isinstance(value, Scalar):
+            sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
+        elif isinstance(value, SFrame):
+            sf = value
+            # a channel without a declared type carries its values pickled (the reader cannot know them)
+            change: dict[str, tuple[HType, HType]] = {}
+            for c, have, want in (("v", value.vt, vt), ("k", value.kt, kt)):
+                if want == OPAQUE and have is not None and have != OPAQUE:
+                    change[c] = (have, OPAQUE)
+            if change:
+                base = value.df.select(*value.cols())
+                schema = T.StructType(
+                    [T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields]
+                )
+                sf = SFrame(
+                    map_in_arrow(base, reencode(change), schema),
+                    OPAQUE if "v" in change else value.vt,
+                    OPAQUE if "k" in change else value.kt,
+                    value.order,
+                )
+            sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
+        else:
+            raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
+        ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
