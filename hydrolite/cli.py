@@ -157,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     conf = _pairs(args.conf, "--conf")
     print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
     lock = CheckpointLock(checkpoint)  # one runner per checkpoint, before anything is written
-    spark = spark_session(args.master, conf)
+    spark = spark_session(args.master, conf, verbose=args.verbose)
     unbound = sorted(p for p in flow.sources if p not in inputs)
     if unbound:
         inputs.update(_demo_feeds(module, flow, unbound, os.path.join(checkpoint, "demo-inputs")))
@@ -299,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept that this operator's state starts empty (or is dropped) when resuming an edited program; "
         "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)",
     )
+    run.add_argument("--verbose", action="store_true", help="keep Spark's own logging (default: Spark errors only)")
     mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
     mode.add_argument(
         "--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input"

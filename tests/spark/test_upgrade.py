@@ -128,4 +128,5 @@ def test_two_runners_started_together_write_what_one_runner_writes(tmp_path: Pat
     assert codes == [0, 1], results
     refused = next(err for p, (_, err) in zip(procs, results) if p.returncode == 1)
     assert "is in use by another runner" in refused and "Traceback" not in refused
+    assert not any("WARN NativeCodeLoader" in err for _, err in results)  # Spark's start-up noise is off by default
     assert read_outputs(tmp_path) == reference

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import warnings
 from collections.abc import Mapping
 
@@ -27,10 +28,21 @@ def quiet_python_warnings() -> None:
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+
+
 def spark_session(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "hydrolite"
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "hydrolite",
+    *,
+    verbose: bool = False,
 ) -> SparkSession:
-    """Get or create the session: `local[*]` when `master` is None, `sc://...` for Spark Connect."""
+    """Get or create the session: `local[*]` when `master` is None, `sc://...` for Spark Connect.
+
+    Unless `verbose`, the driver JVM logs errors only (`log4j2-quiet.properties`): Spark's
+    start-up warnings (native Hadoop library, loopback address) would drown hydrolite's own
+    lines. A user's own `spark.driver.extraJavaOptions` is left as given."""
     from .feed import FeedDataSource
 
     quiet_python_warnings()
@@ -45,7 +57,8 @@ def spark_session(
         builder = builder.remote(master)
     else:
         builder = builder.master(master or "local[*]")
-    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+    quiet = {} if verbose else {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"}
+    for k, v in {**DEFAULT_CONF, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     if master is None or not master.startswith("sc://"):
