@@ -25,6 +25,7 @@ from typing import Any
 
 from .errors import HydroliteError
 from .ir.graph import Flow
+from .progress import make_progress
 
 
 def load_program(spec: str) -> tuple[ModuleType, Flow]:
@@ -180,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         done = runner.resumed.get(s.name, 0)
         if done:
             print(f"hydrolite: query {s.name}: resuming after batch {done - 1} (checkpoint {checkpoint})")
-    progress = _Progress(runner)
+    progress = make_progress(runner, args.progress)
     runner.start(once=args.once)
     try:
         if args.once:
@@ -198,56 +199,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         runner.stop()
     progress.show(runner, final=True)
     return 0
-
-
-class _Progress:
-    """Batches and rows/s per query, printed whenever a query finished a batch."""
-
-    def __init__(self, runner: Any) -> None:
-        from .planner.spark.input_rows import InputRows
-
-        self.runner = runner
-        # every progress event, not `recentProgress` (which keeps the last 100, and whose
-        # no-data progresses carry the id of the next batch): see input_rows.py
-        self.counter = InputRows().attach(runner.spark)
-        self.shown: dict[str, int] = {}
-        self.start = time.monotonic()
-
-    def _rows(self, s: Any) -> tuple[int, str]:
-        """A query's input rows so far, and per input when it has several."""
-        if s.query is None:
-            return 0, ""
-        name = s.query.name
-        named = [(i, inp.name) for i, inp in enumerate(s.inputs) if inp.node is not None]
-        per = ", ".join(f"{nm}={self.counter.source_rows(name, i)}" for i, nm in named)
-        return self.counter.rows(name), f" ({per})" if len(named) > 1 else ""
-
-    def show(self, runner: Any, final: bool = False) -> None:
-        if final:  # the queries are stopped: their last progress events are on their way
-            self.counter.wait_terminated([str(s.query.runId) for s in runner.stages if s.query is not None])
-            self.counter.detach()
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        for s in runner.stages:
-            p = s.progress
-            if not final and self.shown.get(s.stage.name) == p.last_batch:
-                continue
-            self.shown[s.stage.name] = p.last_batch
-            rows, per_input = self._rows(s)
-            last_ms = p.durations_ms[-1][1] if p.durations_ms else 0.0
-            outs = ", ".join(f"{k}={v}" for k, v in sorted(p.output_rows.items()))
-            label = "done" if final else "progress"
-            print(
-                f"hydrolite {label}: query {s.stage.name}: {p.batches} batches (last #{p.last_batch}, {last_ms:.0f} ms), "
-                f"{rows} input rows{per_input}, {rows / elapsed:.1f} rows/s; outputs: {outs or '-'}"
-                + (
-                    f"; rejected (quarantined): {', '.join(f'{k}={v}' for k, v in sorted(p.rejected.items()))}"
-                    if any(p.rejected.values())
-                    else ""
-                )
-            )
-            if final and p.fn_paths:
-                for fn, path in sorted(p.fn_paths.items()):
-                    print(f"    {fn}: {path}")
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
@@ -300,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)",
     )
     run.add_argument("--verbose", action="store_true", help="keep Spark's own logging (default: Spark errors only)")
+    run.add_argument(
+        "--progress",
+        choices=("auto", "live", "lines"),
+        default="auto",
+        help="live: a table redrawn in place (rich); lines: one line per finished batch; auto: live on a terminal",
+    )
     mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
     mode.add_argument(
         "--until-idle", nargs="?", type=float, const=3.0, metavar="SECONDS", help="stop after SECONDS without new input"
