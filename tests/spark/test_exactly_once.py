@@ -142,6 +142,7 @@ def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[st
     assert not (tmp_path / "ck" / "tick0" / "spark" / "commits" / "1").exists()
     resumed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "query tick0: resuming after batch 0" in resumed.stdout  # batch 1 died before its commit
     assert read_outputs(tmp_path) == reference
 
 

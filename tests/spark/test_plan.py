@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,19 @@ def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.count("subgraph q") == 2
     assert main(["plan", "examples/counter_naive.py", "--format", "dot"]) == 0
     assert capsys.readouterr().out.count("subgraph cluster_") == 2
+
+
+def test_cli_plan_into_a_closed_pipe_ends_quietly() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys; from hydrolite.cli import main; sys.exit(main(['plan', 'examples/counter.py']))"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before the plan is printed (`| head` that already quit)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and b"BrokenPipeError" not in err and b"Traceback" not in err
 
 
 def test_every_node_class_has_a_spark_translation() -> None:
