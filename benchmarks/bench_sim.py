@@ -30,9 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import hydrolite as hl
 from examples import counter, counter_naive
-from hydrolite import NoOrder, nondet
+from hydrolite import nondet
 from hydrolite.sim import Simulator
 from tests.scenarios import counter_acks_bound_answers
+from tests.sim.test_quiescence import word_count  # the programs the tests pin, measured here
+from tests.sim.test_reduction import gather
 
 
 class Leader:
@@ -62,47 +64,11 @@ def quorum_scenario(s: Simulator) -> None:
     s.receiver("answers").next()
 
 
-def word_count() -> hl.Flow:
-    """Counts carried from run to run in an unordered stream cycle; questions read them."""
-    flow = hl.FlowBuilder("wordcount")
-    p = flow.process(Leader)
-    t = p.tick()
-    handle, carried = t.stream_cycle(tuple[str, int], NoOrder)
-    words = p.source("words", str).batch(t, nondet("any grouping of words"))
-    counts = carried.merge_unordered(words.map(lambda w: (w, 1))).into_keyed().fold_commutative(0, lambda a, c: a + c)
-    handle.complete_next_tick(counts.entries())
-    ask = p.source("ask", str).batch(t, nondet("questions see the words counted so far"))
-    ask.map(lambda w: (w, None)).into_keyed().lookup_keyed_singleton(counts).entries().all_ticks().sink("answers")
-    return flow.finalize()
-
-
 def word_count_scenario(s: Simulator) -> None:
     s.sender("words").send_many(["a", "b", "a", "c"])
     s.sender("ask").send("a")
     s.receiver("answers").next()
     s.receiver("answers").assert_no_more()
-
-
-def gather(aligned: bool) -> hl.Flow:
-    """Broadcast jobs to the cluster and gather replies; status questions read a per-job tally,
-    at an align point with the released replies when `aligned`."""
-    flow = hl.FlowBuilder("gather")
-    leader = flow.process(Leader)
-    replies = (
-        leader.source("job", int).broadcast(flow.cluster(Workers)).map(lambda j: (j, j * 10)).send(leader).values()
-    )
-    tally = replies.into_keyed().fold_commutative(0, lambda n, _: n + 1)
-    tick = leader.tick()
-    status = leader.source("status", int).batch(tick, nondet("questions in any grouping"))
-    if aligned:
-        point = leader.local_align_point()
-        replies.release_aligned(point).sink("gathered")
-        seen = tally.snapshot_aligned(tick, point, nondet("a tally consistent with the released replies"))
-    else:
-        replies.sink("gathered")
-        seen = tally.snapshot(tick, nondet("any recent tally"))
-    status.map(lambda j: (j, None)).into_keyed().lookup_keyed_singleton(seen).entries().all_ticks().sink("status_out")
-    return flow.finalize()
 
 
 def gather_scenario(s: Simulator) -> None:
