@@ -8,6 +8,7 @@ are scheduler choices (see `world.py`).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
@@ -134,7 +135,7 @@ class CycleSourceOp(Op):
         return prev
 
 
-class Entry(Op):
+class Entry(Op, ABC):
     """A choice point into a tick (role ENTRY), or an aligned identity read (role BODY)."""
 
     __slots__ = ()
@@ -145,28 +146,29 @@ class Entry(Op):
     def has_value(self, st: list[Any]) -> bool:
         return True
 
+    @abstractmethod
     def can_advance(self, st: list[Any]) -> bool:
-        raise NotImplementedError
+        """Whether a run of the tick could take something this entry has not released yet."""
 
+    @abstractmethod
     def idle_value(self, st: list[Any]) -> Any:
         """What this entry releases into a run that takes nothing new (UNSET: impossible)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def decide(self, w: World, st: list[Any], force: bool, floor: Any = None) -> tuple[Any, bool]:
         """Choose what enters this run of the tick; returns (value, released something new).
 
         `force` demands something new. With a `floor` (a `mark` taken when partial-order
         reduction put the tick to sleep), "new" means appended after the mark: the options
         that take nothing newer were explored in the sibling branch."""
-        raise NotImplementedError
 
+    @abstractmethod
     def mark(self, st: list[Any]) -> Any:
         """How much is pending now (see `decide`'s floor)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def grown(self, st: list[Any], mark: Any) -> bool:
         """Whether something was appended since `mark`."""
-        raise NotImplementedError
 
 
 @evaluator(n.Batch)

@@ -4,6 +4,7 @@ batch's control flow."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -33,8 +34,7 @@ class StageOutputs:
     store: StateStore
     progress: StageProgress
 
-    def _hook(self, point: str, batch_id: int) -> None:
-        raise NotImplementedError
+    _hook: Callable[[str, int], None]  # the runner's fault-injection point
 
     def _write_sinks(self, ctx: BatchCtx, batch_id: int) -> None:
         """Write every sink of the batch (each idempotent by batch id).
