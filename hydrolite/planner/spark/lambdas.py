@@ -1,10 +1,8 @@
 """Translate user functions into native Spark Column expressions.
 
-The function's source is found through its code object (file, first line, and the
-column positions of its instructions, so two lambdas on one line are told apart) and
-parsed with `ast`. The body is translated by a table keyed by AST node class; each rule
-returns the Column and the `HType` of its result, so types flow through translated
-lambdas. Anything outside the table (or whose Spark semantics would differ from
+The function's source is found and parsed by `fn_source.function_ast`. The body is
+translated by a table keyed by AST node class; each rule returns the Column and the
+`HType` of its result, so types flow through translated lambdas. Anything outside the table (or whose Spark semantics would differ from
 Python's) raises `NotTranslatable`, and the caller runs the function vectorized through
 Arrow instead: translation is an optimisation that must never change a result.
 
@@ -21,10 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import linecache
 import math
-import os
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +27,7 @@ from typing import Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from .fn_source import function_ast
 from .types import NONE, DictT, HType, ListT, NoneT, OptT, Prim, RecordT, StructT, TupleT, from_python, of_value
 
 INT, FLOAT, STR, BOOL = Prim(int), Prim(float), Prim(str), Prim(bool)
@@ -47,90 +43,6 @@ class TExpr:
 
     col: Column
     t: HType
-
-
-@dataclass(frozen=True)
-class FnAst:
-    """A function's parameters and the expression it returns."""
-
-    params: tuple[str, ...]
-    body: ast.expr
-
-
-_AST_CACHE: weakref.WeakKeyDictionary[Any, FnAst | None] = weakref.WeakKeyDictionary()
-_MODULES: dict[tuple[str, float], ast.Module | None] = {}
-
-
-def _module_ast(path: str) -> ast.Module | None:
-    try:
-        key = (path, os.path.getmtime(path))
-    except OSError:
-        return None
-    if key not in _MODULES:
-        try:
-            _MODULES[key] = ast.parse("".join(linecache.getlines(path)))
-        except SyntaxError:
-            _MODULES[key] = None
-    return _MODULES[key]
-
-
-def function_ast(f: Callable[..., Any]) -> FnAst | None:
-    """The parsed body of a lambda or single-`return` function, or None when not found."""
-    try:
-        return _AST_CACHE[f]
-    except (KeyError, TypeError):
-        pass
-    found = _find_ast(f)
-    try:
-        _AST_CACHE[f] = found
-    except TypeError:  # not weak-referenceable
-        pass
-    return found
-
-
-def _find_ast(f: Callable[..., Any]) -> FnAst | None:
-    code = getattr(f, "__code__", None)
-    if code is None or getattr(f, "__self__", None) is not None:
-        return None
-    if code.co_flags & 0x0C or code.co_kwonlyargcount:  # *args / **kwargs / keyword-only
-        return None
-    tree = _module_ast(code.co_filename)
-    if tree is None:
-        return None
-    params = tuple(code.co_varnames[: code.co_argcount])
-    cands: list[ast.Lambda | ast.FunctionDef] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
-            cands.append(node)
-        elif (
-            isinstance(node, ast.FunctionDef)
-            and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list))
-            and node.name == code.co_name
-        ):
-            cands.append(node)
-    cands = [c for c in cands if tuple(a.arg for a in c.args.args) == params and not c.args.posonlyargs]
-    if len(cands) > 1:
-        pos = [
-            (p[0], p[2])
-            for p in code.co_positions()
-            if p[0] is not None and p[2] is not None and (p[0], p[2]) != (p[1], p[3])
-        ]
-        cands = [c for c in cands if all(_inside(c, line, col) for line, col in pos)]
-    if len(cands) != 1:
-        return None
-    c = cands[0]
-    if isinstance(c, ast.Lambda):
-        return FnAst(params, c.body)
-    body = [s for s in c.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return FnAst(params, body[0].value)
-    return None
-
-
-def _inside(node: ast.AST, line: int, col: int) -> bool:
-    start: tuple[int, int] = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-    end: tuple[int, int] = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
-    return start <= (line, col) <= end
 
 
 def translate(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
