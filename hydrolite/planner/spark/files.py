@@ -440,13 +440,20 @@ class FileWatch:
                         f"what was written since is not read by this run\n  fix: {_ATOMIC}"
                     )
 
+    def _accepted(self, port: _Port, uri: str, option: str, warning: str) -> bool:
+        """Whether the user accepted this case with `option` on the input (then it is said
+        once per file and run, and the batch goes on)."""
+        if not _flag(port.binding.options, option):
+            return False
+        if (option, port.name, uri) not in self._warned:
+            self._warned.add((option, port.name, uri))
+            _warn(warning)
+        return True
+
     def _changed(self, port: _Port, query: str, batch_id: int, uri: str, what: str, listed_ms: int) -> None:
         path = local_path(uri)
         head = f"input {port.name!r}: file {path} changed after Spark listed it for batch {batch_id} of query {query!r} ({what})"
-        if _flag(port.binding.options, "acceptChangedFiles"):
-            if ("changed", port.name, uri) not in self._warned:
-                self._warned.add(("changed", port.name, uri))
-                _warn(f"{head}; read as it is now (acceptChangedFiles=true)")
+        if self._accepted(port, uri, "acceptChangedFiles", f"{head}; read as it is now (acceptChangedFiles=true)"):
             return
         raise SparkRunError(
             f"{head}: rows written after the listing would be lost\n  fix: {_ATOMIC}\n"
@@ -458,10 +465,9 @@ class FileWatch:
     def _missing(self, port: _Port, query: str, batch_id: int, uri: str, listed_ms: int) -> None:
         path = local_path(uri)
         head = f"input {port.name!r}: file {path} of batch {batch_id} of query {query!r} is gone"
-        if _flag(port.binding.options, "ignoreMissingFiles"):
-            if ("missing", port.name, uri) not in self._warned:
-                self._warned.add(("missing", port.name, uri))
-                _warn(f"{head}; the batch goes on without its rows (ignoreMissingFiles=true)")
+        if self._accepted(
+            port, uri, "ignoreMissingFiles", f"{head}; the batch goes on without its rows (ignoreMissingFiles=true)"
+        ):
             return
         raise SparkRunError(
             f"{head}: Spark listed it for this batch, which was not committed, and would replay the batch without it "

@@ -63,7 +63,8 @@ def queries(checkpoint: str) -> list[str]:
     return sorted(d for d in os.listdir(checkpoint) if os.path.isfile(os.path.join(checkpoint, d, "hydrolite.json")))
 
 
-def _numbered(directory: str) -> list[int]:
+def numbered(directory: str) -> list[int]:
+    """The numbered files of a Spark log directory (offsets/, commits/), in order."""
     return sorted(int(f) for f in os.listdir(directory) if f.isdigit()) if os.path.isdir(directory) else []
 
 
@@ -86,11 +87,11 @@ def read_offset_log(checkpoint: str, query: str | None = None) -> list[TickOffse
             ends[b] = {name: entry.ends.get(name) for name in names}
             files[b] = entry.files
         log = os.path.join(qdir, "spark", "offsets")
-        for b in _numbered(log):
+        for b in numbered(log):
             if b not in ends:
                 line = parse_spark_offsets(os.path.join(log, str(b)))
                 ends[b] = {name: line[i] if i < len(line) else None for i, name in enumerate(names)}
-        commits = _numbered(os.path.join(qdir, "spark", "commits"))
+        commits = numbered(os.path.join(qdir, "spark", "commits"))
         last_commit = commits[-1] if commits else -1
         for b in sorted(ends):
             if b - 1 in ends:
@@ -154,7 +155,7 @@ def check_restart(checkpoint: str, query: str) -> None:
     """
     qdir = os.path.join(checkpoint, query)
     log, commit_dir = os.path.join(qdir, "spark", "offsets"), os.path.join(qdir, "spark", "commits")
-    batches, commits = _numbered(log), _numbered(commit_dir)
+    batches, commits = numbered(log), numbered(commit_dir)
     head = f"query {query!r} cannot restart from checkpoint {checkpoint}"
     if commits:
         path = os.path.join(commit_dir, str(commits[-1]))
@@ -198,7 +199,7 @@ def repair_offsets(checkpoint: str) -> list[str]:
     for q in queries(checkpoint):
         qdir = os.path.join(checkpoint, q)
         log = os.path.join(qdir, "spark", "offsets")
-        batches = _numbered(log)
+        batches = numbered(log)
         damaged = [b for b in batches if _damage(os.path.join(log, str(b)), offsets=True) is not None]
         if not damaged:
             continue

@@ -42,6 +42,7 @@ from ...errors import HydroliteError
 from ...ir import nodes as n
 from ...ir.meta import type_name
 from ...ir.stable import Identity
+from .offsets import numbered
 from .stages import Plan, Stage
 
 PLAN_FILE = "plan.json"
@@ -93,9 +94,8 @@ def committed(checkpoint: str, query: str) -> int:
     qdir = os.path.join(checkpoint, query)
     if os.path.exists(os.path.join(qdir, "batch-job-committed")):
         return 1
-    commits = os.path.join(qdir, "spark", "commits")
-    done = [int(f) for f in os.listdir(commits) if f.isdigit()] if os.path.isdir(commits) else []
-    return max(done) + 1 if done else 0
+    done = numbered(os.path.join(qdir, "spark", "commits"))
+    return done[-1] + 1 if done else 0
 
 
 def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
