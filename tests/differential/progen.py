@@ -123,8 +123,9 @@ def _top_stream(v: Var) -> bool:
     return v.kind == "stream" and v.tick is None
 
 
-def generate(d: Draw, max_ops: int = 8) -> Program:
-    """A random program: sources, then up to `max_ops` operators, then sinks."""
+def generate(d: Draw, max_ops: int = 8, store: bool = False) -> Program:
+    """A random program: sources, then up to `max_ops` operators, then sinks. With `store`,
+    it always has a keyed store read per key (whose state Spark keeps on the executors)."""
     prog = Program()
     prog.lines += ['flow = hl.FlowBuilder("gen")', "p = flow.process(P)", "t1 = p.tick()"]
     two_ticks = d.bool()
@@ -142,7 +143,11 @@ def generate(d: Draw, max_ops: int = 8) -> Program:
         prog.lines.append('ws = p.source("ws", str)')
         prog.vars.append(Var("ws", "stream", None, elem="str", source="ws"))
     ticks = ["t1", "t2"] if two_ticks else ["t1"]
-    if d.bool():
+    if store:
+        prog.lines.append("al = p.local_align_point()")
+        prog.sinks.append('xs.release_aligned(al).sink("ack")')
+        _keyed_store(prog, d, prog.vars[0], per_key=True)
+    elif d.bool():
         _aligned_pattern(prog, d)
     for _ in range(d.int(1, max_ops)):
         _one_op(prog, d, ticks)
@@ -163,8 +168,10 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
     prog.sinks.append(f'{rel.name}.sink("ack")')
     cnt = prog.new(f"{src.name}.count()", "single", None)
     c = prog.new(f"{cnt.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
-    what = d.int(0, 2)
-    if what == 0:
+    what = d.int(0, 3)
+    if what == 3:
+        _keyed_store(prog, d, src)
+    elif what == 0:
         init, f, comm = d.choice(FOLDS)
         acc = prog.new(f"{src.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", None)
         a = prog.new(f"{acc.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
@@ -182,6 +189,40 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
         b = prog.new(f"{u.name}.batch_aligned(t1, al, ND)", "stream", "t1")
         out = prog.new(f"{b.name}.cross_singleton({c.name}).map(lambda t: t[0] * 1000 + t[1])", "stream", "t1")
         prog.sinks.append(f'{out.name}.all_ticks().sink("aligned")')
+
+
+#: keyed aggregates a store may keep (order-sensitive ones included: the executor path must
+#: fold each key's elements in arrival order)
+STORE_AGGREGATES = [
+    "fold_commutative(0, lambda a, x: a + x)",
+    "fold(0, lambda a, x: a * 3 + x)",
+    "reduce(lambda a, b: b)",
+    "count()",
+    "first()",
+    "last()",
+    "fold(0, mix_py)",
+]
+
+
+def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> None:
+    """A key-value store: a keyed aggregate of `src` read per key, at the align point, by the
+    requests of another input batched into t1 — the shape whose state Spark keeps on the
+    executors (placement.py); a second reader or a whole read keeps it on the driver."""
+    agg = d.choice(STORE_AGGREGATES)
+    kf = prog.new(f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().{agg}", "ksingle", None, key="int")
+    snap = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1", key="int")
+    if per_key or d.int(0, 3):  # mostly read per key only (the executor path); else other operators may read it whole
+        prog.vars.remove(kf)
+        prog.vars.remove(snap)
+    asks = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int")  # a port itself
+    assert asks is not None
+    req = f"{asks.name}.batch(t1, ND).filter(lambda x: x != 7).map({d.choice(TO_PAIR)}).into_keyed()"
+    if d.bool():
+        how = f"{req}.lookup_keyed_singleton({snap.name}).entries().map(lambda t: (t[0], t[1][0], t[1][1]))"
+    else:
+        how = f"{snap.name}.get_many_if_present({req}).entries().map(lambda t: (t[0], t[1][0], t[1][1]))"
+    out = prog.new(how, "stream", "t1", ordered=False, elem="tuple")
+    prog.sinks.append(f'{out.name}.all_ticks().sink("lookups")')
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:

@@ -41,6 +41,28 @@ def test_generated_programs_match_the_simulator(spark: SparkSession, data: st.Da
     assert out.status in ("identical", "refused"), out.detail
 
 
+@settings(
+    max_examples=max(2, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    database=None,
+)
+@given(st.data())
+def test_keyed_stores_on_the_executors_match_the_simulator(spark: SparkSession, data: st.DataObject) -> None:
+    """Programs with a keyed store read per key: Spark keeps that state on the executors
+    (`placement.py`, `keyed_state.py`), folded per key in arrival order; the simulator is the
+    reference for every aggregate, lookup form and function path."""
+    d = HypothesisDraw(data)
+    prog = generate(d, max_ops=4, store=True)
+    source = prog.source()
+    steps = inputs(d, ["xs", "ys", "ks", "ws"])
+    note(source)
+    note(f"STEPS = {steps!r}")
+    out = run_case(spark, source, steps)
+    assert out.status == "identical", out.detail
+
+
 def _regressions() -> list[str]:
     return sorted(f for f in os.listdir(REGRESSIONS) if f.endswith(".py") and not f.startswith("_"))
 

@@ -56,7 +56,13 @@ def test_plan_text_shows_queries_merged_ticks_and_regions() -> None:
     assert (
         "reads: increment (counter.py:26), query (counter.py:27)  [one streaming DataFrame, tagged by source]" in text
     )
-    assert "state (versioned by batch id): fold() counter.py:30" in text
+    assert "state (versioned by batch id; where it lives and why):" in text
+    assert "fold() counter.py:30: driver (versioned SQLite store): not keyed: one value" in text
+    kv = render_text(plan_flow(kvstore.build()))
+    assert (
+        "reduce() kvstore.py:29: executors (Spark state store, RocksDB): keyed, fed per element and read only "
+        "per key (by lookup_keyed_singleton() kvstore.py:36)" in kv
+    )
     naive = render_text(plan_flow(counter_naive.build()))
     assert naive.startswith("plan of 'counter_naive': 2 queries")
     assert "query 1 'pipeline0': streaming query for a top-level pipeline (crosses no tick)" in naive

@@ -55,6 +55,7 @@ class BatchCtx:
     fn_paths: dict[str, str] = field(default_factory=dict)  # "op() file:line" -> native | arrow
     after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
     natives: list[tuple[Any, SFrame]] = field(default_factory=list)  # translated functions and their inputs
+    elsewhere: set[int] = field(default_factory=set)  # nodes evaluated on the executors (keyed_state.py)
     _fresh: itertools.count[int] = field(default_factory=itertools.count)
 
     def key(self, node: n.Node) -> str:
@@ -93,6 +94,8 @@ def evaluate(ctx: BatchCtx) -> None:
     for node in ctx.stage.nodes:
         if id(node) in ctx.inputs:
             ctx.vals[id(node)] = ctx.inputs[id(node)]
+            continue
+        if id(node) in ctx.elsewhere:  # its state lives on the executors; its readers got their answers
             continue
         handler = HANDLERS.get(type(node))
         if handler is None:

@@ -110,7 +110,7 @@ def _native(ctx: BatchCtx, kind: str, te: TExpr, sf: SFrame) -> SFrame:
     raise NotTranslatable(kind)
 
 
-def _flat_item_type(f: Any, vt: HType) -> HType:
+def flat_item_type(f: Any, vt: HType) -> HType:
     try:
         items = list(f(vt.sample()))
     except Exception:  # the sample was not a meaningful input
@@ -125,7 +125,7 @@ def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFrame:
     elif kind == "filter_map":
         out_t = strip_optional(infer_result(node.f, [sf.vt]))
     elif kind == "flat_map":
-        out_t = _flat_item_type(node.f, sf.vt)
+        out_t = flat_item_type(node.f, sf.vt)
     else:
         out_t = sf.vt
     pos = ctx.fresh() if kind == "flat_map" else None
@@ -154,7 +154,7 @@ def _apply_scalar(ctx: BatchCtx, node: ElementWise, kind: str, x: Scalar) -> Val
     if kind == "flat_map":
         items = _kernel(ctx, node, kind, [x.value]) if x.present else []
         t = of_value(items[0]) if items else None
-        return frame_of(ctx.spark, items, t if t is not None else _flat_item_type(node.f, x.t))
+        return frame_of(ctx.spark, items, t if t is not None else flat_item_type(node.f, x.t))
     if not x.present:
         return Scalar.empty(x.t if kind in ("filter", "inspect") else infer_result(node.f, [x.t]))
     out = _kernel(ctx, node, kind, [x.value])

@@ -30,20 +30,20 @@ from .errors import UserFunctionError
 from .types import HType
 
 ArrowFn = Callable[[Iterator[Any]], Iterator[Any]]
-_PANDAS_NOTE = "PySpark does not yet fully support pandas"  # Arrow functions do not use pandas
+PANDAS_NOTE = "PySpark does not yet fully support pandas"  # Arrow functions do not use pandas
 
 
 def map_in_arrow(df: DataFrame, fn: ArrowFn, schema: StructType | str) -> DataFrame:
     """`df.mapInArrow(fn, schema)`, without PySpark's pandas-version warning."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_PANDAS_NOTE)
+        warnings.filterwarnings("ignore", message=PANDAS_NOTE)
         return df.mapInArrow(fn, schema)
 
 
 def apply_in_arrow(df: DataFrame, key: str, fn: Callable[[Any], Any], schema: StructType) -> DataFrame:
     """`df.groupBy(key).applyInArrow(fn, schema)`, without PySpark's pandas-version warning."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_PANDAS_NOTE)
+        warnings.filterwarnings("ignore", message=PANDAS_NOTE)
         return df.groupBy(key).applyInArrow(fn, schema)
 
 

@@ -44,7 +44,10 @@ def render_text(plan: Plan) -> str:
         if writes:
             lines.append("  writes (same micro-batch, idempotent by batch id): " + ", ".join(writes))
         if s.stateful:
-            lines.append("  state (versioned by batch id): " + ", ".join(f"{x.op}() {where(x)}" for x in s.stateful))
+            lines.append("  state (versioned by batch id; where it lives and why):")
+            for x in s.stateful:
+                p = s.placement.of(x) if s.placement is not None else None
+                lines.append(f"    {p.describe() if p is not None else f'{x.op}() {where(x)}: driver'}")
         lines.append("  body (foreachBatch):")
         lines.extend("    " + line for line in dump_nodes(s.nodes).splitlines())
     for d in plan.flow.diagnostics:

@@ -38,6 +38,7 @@ from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import (
     BadDataError,
     SparkRunError,
+    UserFunctionError,
     describe_spark_error,
     from_spark_error,
     site_of,
@@ -46,9 +47,11 @@ from .exec import BatchCtx, evaluate
 from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .files import FileWatch
+from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock
 from .offsets import check_restart
 from .outputs import StageOutputs
+from .placement import place
 from .ports import (
     FeedInput,
     FileInput,
@@ -130,6 +133,7 @@ class StageRunner(StageOutputs):
         self.error: BaseException | None = None
         self.progress = StageProgress()
         self._ctx: BatchCtx | None = None
+        self.region: ExecutorRegion | None = None  # keyed state on the executors (set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -161,7 +165,21 @@ class StageRunner(StageOutputs):
         df = parts[0]
         for p in parts[1:]:
             df = df.unionByName(p, allowMissingColumns=True)
+        region = self.stage.placement.region if self.stage.placement is not None else None
+        if region is not None:  # keyed state partitioned across the executors: keyed_state.py
+            spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+            described = [
+                QueryInput(i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp))
+                for i, inp in enumerate(self.inputs)
+                if inp.node is not None
+            ]
+            self.region = ExecutorRegion(region, described, self.stage.name)
+            df = df.unionByName(self.region.branch(df), allowMissingColumns=True)
         return df
+
+    @staticmethod
+    def _latest_first(inp: InputSpec) -> bool:
+        return isinstance(inp.binding, FileInput) and inp.binding.latest_first()
 
     def start(self, once: bool) -> None:
         if not self.stage.streaming:
@@ -211,6 +229,8 @@ class StageRunner(StageOutputs):
                     f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or describe_spark_error(exc)}"
                 )
         ours = from_spark_error(text)  # raised in a worker: the same class, message and fields
+        if isinstance(ours, UserFunctionError):  # (executor-region workers do not know the batch)
+            return with_batch(ours, batch_id)
         if ours is not None:
             return ours
         found = self._diagnose(batch_id)
@@ -266,6 +286,8 @@ class StageRunner(StageOutputs):
                 out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
             else:
                 out[id(inp.node)] = sf
+        if self.region is not None:  # the executor region's answers: the lookups' values
+            out.update(self.region.lookup_frames(df))
         return out
 
     def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
@@ -310,6 +332,8 @@ class StageRunner(StageOutputs):
                 return
             state.put(_HELD, ([], {}))
             ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys)
+            if self.region is not None:
+                ctx.elsewhere = self.region.region.skipped()
             self._ctx = ctx
             evaluate(ctx)
             for action in ctx.after:
@@ -401,8 +425,17 @@ class FlowRunner:
         fault: FaultHook | None = None,
         reset_state: Sequence[str] = (),
         lock: CheckpointLock | None = None,
+        keyed_state: str = "executors",
     ) -> None:
         self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
+        if keyed_state not in ("executors", "driver"):
+            raise SparkRunError(
+                f"keyed_state must be 'executors' or 'driver', not {keyed_state!r}\n"
+                "  fix: 'executors' (the default) partitions keyed state across Spark's executors where the program "
+                "allows; 'driver' keeps all state in the driver's store"
+            )
+        for stage in self.plan.stages:  # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
+            stage.placement = place(stage, executors=keyed_state == "executors")
         self.spark = spark if spark is not None else spark_session(master)
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
             raise SparkRunError(

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ...errors import FlowError
 from ...ir import nodes as n
@@ -29,6 +29,9 @@ from ...ir.ids import ClusterId, TickId
 from ...ir.meta import Kind
 from ...ir.roles import Role, Roles, classify
 from ...ir.stable import Identity, identities
+
+if TYPE_CHECKING:
+    from .placement import StagePlacement
 
 
 def where(node: n.Node) -> str:
@@ -66,6 +69,8 @@ class Stage:
     #: positional): sorted for a new query, as recorded for one resumed from a checkpoint
     input_order: list[str] = field(default_factory=list)
     base_name: str = ""  # the planner's name; `name` is the checkpoint directory (`upgrade`)
+    #: where each stateful node's state lives (executors / driver, `placement.place`)
+    placement: StagePlacement | None = None
 
     def __post_init__(self) -> None:
         self.base_name = self.base_name or self.name
@@ -274,6 +279,10 @@ def plan_flow(flow: Flow) -> Plan:
     roles = classify(aligned)
     _check_supported(aligned, roles)
     plan = _Cutter(aligned, roles).cut()
+    from .placement import place  # (placement reads stages: imported here, not at the top)
+
+    for stage in plan.stages:
+        stage.placement = place(stage)
     for ch in plan.channels:
         if ch.node.meta.kind is Kind.KEYED_SINGLETON:
             raise SparkPlanError(

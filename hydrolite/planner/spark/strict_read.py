@@ -65,8 +65,17 @@ FILE = T.StructType(
         T.StructField("path", T.StringType(), True),
         T.StructField("start", T.LongType(), True),
         T.StructField("bad", BAD, True),
+        # the file's modification time (microseconds): with `path`, its place in arrival order
+        # where the batch's file list is not at hand (executor state, keyed_state.py)
+        T.StructField("mtime", T.LongType(), True),
     ]
 )
+
+
+def _mtime() -> Column:
+    """`_metadata.file_modification_time` as microseconds (see FILE)."""
+    return F.unix_micros(F.col("_metadata.file_modification_time"))
+
 
 # Spark's JSON / CSV options the strict parser does not implement (refused, never ignored)
 _JSON_ONLY = {
@@ -254,12 +263,13 @@ def read_input(
         F.col("value").cast("binary").alias("raw"),
         F.col("_metadata.file_path").alias("path"),
         F.col("_metadata.file_block_start").alias("start"),
+        _mtime().alias("mtime"),
     )
     return map_in_arrow(lines, parse_lines(spec), file_schema(vt, kt))
 
 
 def parse_lines(spec: ParseSpec) -> ArrowFn:
-    """The Arrow function: (raw, path, start) lines -> checked (k, v, _file) rows, in order."""
+    """The Arrow function: (raw, path, start, mtime) lines -> checked (k, v, _file) rows, in order."""
     vt_arrow, kt_arrow = spec.vt.arrow(), spec.kt.arrow() if spec.kt is not None else None
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -270,7 +280,9 @@ def parse_lines(spec: ParseSpec) -> ArrowFn:
             uris: list[str] = []
             starts: list[int] = []
             bads: list[dict[str, Any] | None] = []
-            for raw, uri, start in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist(), rb.column(2).to_pylist()):
+            mtimes: list[int] = []
+            columns = (rb.column(0).to_pylist(), rb.column(1).to_pylist(), rb.column(2).to_pylist())
+            for (raw, uri, start), mtime in zip(zip(*columns), rb.column(3).to_pylist()):
                 got = parser.document(uri, raw) if spec.multiline else [parser.line(uri, start, raw)]
                 for one in got:
                     if one is None:
@@ -287,9 +299,15 @@ def parse_lines(spec: ParseSpec) -> ArrowFn:
                         bads.append(None)
                     uris.append(uri)
                     starts.append(start)
+                    mtimes.append(mtime)
             where = pa.StructArray.from_arrays(
-                [pa.array(uris, pa.string()), pa.array(starts, pa.int64()), pa.array(bads, _BAD_ARROW)],
-                names=["path", "start", "bad"],
+                [
+                    pa.array(uris, pa.string()),
+                    pa.array(starts, pa.int64()),
+                    pa.array(bads, _BAD_ARROW),
+                    pa.array(mtimes, pa.int64()),
+                ],
+                names=["path", "start", "bad", "mtime"],
             )
             arrays = ([pa.array(ks, kt_arrow)] if kt_arrow is not None else []) + [pa.array(vs, vt_arrow), where]
             yield pa.RecordBatch.from_arrays(arrays, names=(["k"] if kt_arrow is not None else []) + ["v", "_file"])
@@ -368,7 +386,9 @@ def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quara
             )
         )
         df = df.filter(F.when(problem.isNull(), F.lit(True)).otherwise(fail.cast("boolean")))
-    where = F.struct(uri.alias("path"), F.col("_metadata.file_block_start").alias("start"), bad.alias("bad"))
+    where = F.struct(
+        uri.alias("path"), F.col("_metadata.file_block_start").alias("start"), bad.alias("bad"), _mtime().alias("mtime")
+    )
     return df.select(*internal_columns(vt, kt), where.alias("_file"))
 
 

@@ -1,0 +1,221 @@
+"""Where each piece of a query's state lives: on the executors (Spark's state store) or on
+the driver (hydrolite's versioned SQLite store, `state.py`).
+
+Keyed state scales out when it never has to be seen whole: a carried keyed aggregate whose
+input and readers are all *per key*. This module finds, in one planned stage (a query), the
+**executor region**: the carried keyed folds, reduces, counts, firsts and lasts
+
+* whose input is a *chain*: one of the query's inputs (a source port or a channel) through
+  element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
+  `into_keyed`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
+  the key of every element is known before any state is read; and
+* whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
+  through its `snapshot`), each with a chain as its request stream.
+
+Such state is partitioned by key across the executors: the runtime evaluates the chains in
+Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
+in a `transformWithStateInPandas` processor, whose state Spark keeps in its RocksDB state
+store, checkpointed and versioned by batch id (`keyed_state.py`). Everything else stays on
+the driver; `Placement.why` says why, and `hydrolite plan` prints it.
+
+The rules are deliberately narrow: what is not placed on the executors runs exactly as
+before, so a program never gets a different answer from this choice, only a different cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir import nodes as n
+from ...ir.meta import Kind
+from .stages import Stage, where
+
+#: aggregates whose keyed, carried state may live on the executors
+EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
+#: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
+_ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed)
+#: identity steps in a merged tick: the batch's delta passes through unchanged
+_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One query input's elements through element-wise operators (in order, input first)."""
+
+    tag: int
+    input: n.Node
+    ops: tuple[n.Node, ...]
+
+    @property
+    def end(self) -> n.Node:
+        return self.ops[-1] if self.ops else self.input
+
+
+@dataclass(frozen=True)
+class ExecutorState:
+    """A keyed aggregate folded on the executors; `slot` names its state variable."""
+
+    node: n.Node
+    chain: Chain
+    slot: int
+
+
+@dataclass(frozen=True)
+class ExecutorLookup:
+    """A `lookup_keyed_singleton` answered on the executors from state `slot`."""
+
+    node: n.KeyedLookup
+    chain: Chain
+    slot: int
+
+
+@dataclass(frozen=True)
+class Region:
+    """The part of one query evaluated per key on the executors."""
+
+    states: tuple[ExecutorState, ...]
+    lookups: tuple[ExecutorLookup, ...]
+
+    @property
+    def chains(self) -> list[Chain]:
+        return [x.chain for x in self.states] + [x.chain for x in self.lookups]
+
+    def skipped(self) -> set[int]:
+        """Nodes the driver no longer evaluates: the states and the snapshots between them
+        and their lookups (the lookups' results arrive as rows of the batch)."""
+        out = {id(s.node) for s in self.states}
+        for lk in self.lookups:
+            table = lk.node.children[1]
+            while isinstance(table, n.Snapshot):
+                out.add(id(table))
+                table = table.children[0]
+        return out
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one stateful operator's state lives, and why."""
+
+    node: n.Node
+    executors: bool
+    why: str
+
+    def describe(self) -> str:
+        home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
+        return f"{self.node.op}() {where(self.node)}: {home}: {self.why}"
+
+
+@dataclass(frozen=True)
+class StagePlacement:
+    region: Region | None
+    placements: tuple[Placement, ...]
+
+    def of(self, node: n.Node) -> Placement | None:
+        return next((p for p in self.placements if p.node is node), None)
+
+
+def place(stage: Stage, executors: bool = True) -> StagePlacement:
+    """Decide, for every stateful operator of `stage`, where its state lives.
+
+    With `executors=False` (the run option `keyed_state="driver"`) everything stays on the
+    driver, as in hydrolite before state moved to the executors.
+    """
+    finder = _Finder(stage)
+    states: list[ExecutorState] = []
+    lookups: list[ExecutorLookup] = []
+    placements: list[Placement] = []
+    for node in stage.stateful:
+        if not executors:
+            placements.append(Placement(node, False, "the run asked for driver state (keyed_state='driver')"))
+            continue
+        found = finder.region_of(node, len(states))
+        if isinstance(found, str):
+            placements.append(Placement(node, False, found))
+            continue
+        state, its_lookups = found
+        states.append(state)
+        lookups.extend(its_lookups)
+        readers = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
+        placements.append(Placement(node, True, f"keyed, fed per element and read only per key (by {readers})"))
+    region = Region(tuple(states), tuple(lookups)) if states else None
+    return StagePlacement(region, tuple(placements))
+
+
+class _Finder:
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        self.inputs = [*stage.sources, *(c.node for c in stage.channels_in)]
+        self.users: dict[int, list[n.Node]] = {}
+        for x in stage.nodes:
+            for c in x.children:
+                self.users.setdefault(id(c), []).append(x)
+        for ch in stage.channels_out:  # a node read by another query has a reader we cannot see
+            self.users.setdefault(id(ch.node), []).append(ch.node)
+        self.tags = 0
+
+    def _blocker(self) -> str | None:
+        if not self.stage.streaming:
+            return "the query reads no stream (it runs once, as a batch job)"
+        for x in self.inputs:
+            if x.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
+                return (
+                    f"the query reads a singleton from another query ({x.op}() {where(x)}): "
+                    "a batch may have to wait for it"
+                )
+        return None
+
+    def chain(self, end: n.Node) -> Chain | str:
+        """The chain ending at `end`, or why there is none."""
+        ops: list[n.Node] = []
+        x = end
+        flat_maps = 0
+        while not any(x is i for i in self.inputs):
+            if isinstance(x, _IDENTITY):
+                x = x.children[0]
+                continue
+            if not isinstance(x, _ELEMENTWISE):
+                return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
+            if not self.stage.member(x):
+                return f"its input comes through {x.op}() {where(x)} outside the query"
+            flat_maps += isinstance(x, n.FlatMap)
+            ops.append(x)
+            x = x.children[0]
+        if flat_maps > 1:
+            return "its input passes through more than one flat_map()"
+        if not x.meta.kind.streamlike:
+            return f"its input {x.op}() {where(x)} is not a stream"
+        self.tags += 1
+        return Chain(self.tags - 1, x, tuple(reversed(ops)))
+
+    def region_of(self, node: n.Node, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
+        """The executor state of `node` and its lookups, or why it stays on the driver."""
+        if not isinstance(node, EXECUTOR_AGGREGATES):
+            return f"{node.op}() state is not a keyed aggregate"
+        if not node.children[0].meta.kind.keyed:
+            return "not keyed: one value, nothing to partition (it stays with the driver, which reads it whole)"
+        blocked = self._blocker()
+        if blocked is not None:
+            return blocked
+        readers: list[n.KeyedLookup] = []
+        todo: list[n.Node] = [node]
+        while todo:
+            x = todo.pop()
+            for u in self.users.get(id(x), []):
+                if isinstance(u, n.Snapshot):
+                    todo.append(u)
+                elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
+                    readers.append(u)
+                else:
+                    return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
+        if not readers:
+            return "nothing in the query reads it per key"
+        chain = self.chain(node.children[0])
+        if isinstance(chain, str):
+            return chain
+        lookups: list[ExecutorLookup] = []
+        for r in readers:
+            left = self.chain(r.children[0])
+            if isinstance(left, str):
+                return f"the requests of lookup_keyed_singleton() {where(r)}: {left}"
+            lookups.append(ExecutorLookup(r, left, slot))
+        return ExecutorState(node, chain, slot), lookups

@@ -1,0 +1,38 @@
+"""The generated keyed stores really take the executor path (so the differential test of
+`test_keyed_stores_on_the_executors_match_the_simulator` cannot silently stop covering it),
+and everything else stays on the driver with a reason. No Spark session: planning only."""
+
+from __future__ import annotations
+
+import random
+import types
+
+from hydrolite.planner.spark.placement import StagePlacement, place
+from hydrolite.planner.spark.stages import plan_flow
+from tests.differential.progen import RandomDraw, generate
+
+
+def _plan(source: str) -> list[StagePlacement]:
+    mod = types.ModuleType("generated")
+    exec(compile(source, "<generated>", "exec"), mod.__dict__)
+    return [s.placement for s in plan_flow(mod.build()).stages if s.placement is not None]
+
+
+def test_every_generated_store_keeps_its_state_on_the_executors() -> None:
+    for seed in range(40):
+        source = generate(RandomDraw(random.Random(seed)), max_ops=4, store=True).source()
+        placements = [p for sp in _plan(source) for p in sp.placements]
+        on_executors = [p for p in placements if p.executors]
+        assert on_executors, f"seed {seed}: no executor state in\n{source}\n{[p.describe() for p in placements]}"
+        for p in placements:
+            assert p.why, p
+
+
+def test_driver_option_keeps_everything_on_the_driver() -> None:
+    source = generate(RandomDraw(random.Random(3)), max_ops=4, store=True).source()
+    mod = types.ModuleType("generated")
+    exec(compile(source, "<generated>", "exec"), mod.__dict__)
+    for stage in plan_flow(mod.build()).stages:
+        sp = place(stage, executors=False)
+        assert sp.region is None
+        assert all(not p.executors and "keyed_state='driver'" in p.why for p in sp.placements)
