@@ -64,11 +64,14 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------ plan
 def cmd_plan(args: argparse.Namespace) -> int:
+    from .planner.spark.placement import place
     from .planner.spark.render import RENDERERS
     from .planner.spark.stages import plan_flow
 
     _, flow = load_program(args.program)
     plan = plan_flow(flow)
+    for stage in plan.stages:  # where state lives, as `run --keyed-state` would place it
+        stage.placement = place(stage, executors=args.keyed_state == "executors")
     if args.against is not None:
         from .planner.spark.upgrade import reconcile
 
@@ -79,6 +82,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 1 if recon.refused else 0
     print(RENDERERS[args.format](plan))
     return 0
+
+
+def _keyed_state_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--keyed-state",
+        choices=("executors", "driver"),
+        default="executors",
+        help="executors: keyed state read only per key is partitioned across Spark's executors (its state store); "
+        "driver: all state in the driver's store (how checkpoints of earlier hydrolite versions keep it)",
+    )
 
 
 # ------------------------------------------------------------------ offsets
@@ -175,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         fault=fault_from_env(),
         reset_state=args.reset_state,
         lock=lock,
+        keyed_state=args.keyed_state,
     )
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
@@ -250,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept that this operator's state starts empty (or is dropped) when resuming an edited program; "
         "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)",
     )
+    _keyed_state_option(run)
     run.add_argument("--verbose", action="store_true", help="keep Spark's own logging (default: Spark errors only)")
     run.add_argument(
         "--progress",
@@ -278,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OP@FILE:LINE",
         help="as for run: accept that this operator's state starts empty / is dropped",
     )
+    _keyed_state_option(plan)
     plan.set_defaults(fn=cmd_plan)
 
     offsets = sub.add_parser("offsets", help="show, per tick (micro-batch), the source offsets it covered")

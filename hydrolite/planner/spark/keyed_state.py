@@ -8,7 +8,7 @@ version before it):
 1. **chains** — the rows of the inputs that feed the region go through their element-wise
    operators in Python (one Arrow function per partition, `hydrolite.kernels`: the same
    definitions the simulator runs); each resulting element becomes a row
-   `(gk, tag, _r1.._r5, x)`: `gk` the pickled (state slot, key), `tag` its chain, `_r*` its
+   `(gk, tag, _r1.._r5, x)`: `gk` the pickled (state key, element key), `tag` its chain, `_r*` its
    arrival order (see `ORDER`), `x` the pickled (key, value);
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
    and `_Processor.handleInputRows` folds the key's new elements, in arrival order, into the
@@ -134,7 +134,7 @@ class _Op:
 @dataclass(frozen=True)
 class _ChainFn:
     tag: int
-    slot: int
+    state: str  # the stable key of the state it feeds or reads (`Stage.state_keys`)
     src: int  # the input's index in the query's union (`_src`)
     ops: tuple[_Op, ...]
 
@@ -225,7 +225,7 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
                     for op in ch.ops:
                         out = _run_op(op, out)
                     for o, k, v in out:
-                        cols["gk"].append(pickle.dumps((ch.slot, k), protocol=5))
+                        cols["gk"].append(pickle.dumps((ch.state, k), protocol=5))
                         cols["tag"].append(ch.tag)
                         for name, x in zip(_INNER, o):
                             cols[name].append(x)
@@ -267,19 +267,20 @@ class _AggFn:
 class _Processor(StatefulProcessor):
     """Step 2: one key's new elements folded into its state, then its lookups answered."""
 
-    def __init__(self, aggs: dict[int, _AggFn], tags: dict[int, tuple[bool, bool]]) -> None:
-        self.aggs = aggs
+    def __init__(self, aggs: dict[str, _AggFn], tags: dict[int, tuple[bool, bool]]) -> None:
+        self.aggs = aggs  # state key -> its fold
         self.tags = tags  # chain tag -> (is a lookup's requests, keep requests without a value)
-        self.values: dict[int, Any] = {}
+        self.value: Any = None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.values = {slot: handle.getValueState(f"s{slot}", "acc binary") for slot in self.aggs}
+        # one variable: a grouping key (state key, element key) belongs to exactly one state, so
+        # states can come and go between runs without changing Spark's operator (upgrade.py)
+        self.value = handle.getValueState("acc", "acc binary")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         import pandas as pd  # (a dependency of PySpark's pandas API, which this operator uses)
 
-        slot = pickle.loads(key[0])[0]
-        agg, state = self.aggs[slot], self.values[slot]
+        agg, state = self.aggs[pickle.loads(key[0])[0]], self.value
         news: list[tuple[tuple[Any, ...], bytes]] = []
         asks: list[tuple[int, tuple[Any, ...], bytes]] = []
         for frame in rows:
@@ -345,21 +346,22 @@ def _agg(node: n.Node, stage: str) -> _AggFn:
 class ExecutorRegion:
     """One query's executor region at run time: the streaming branch and its answers."""
 
-    def __init__(self, region: Region, inputs: list[QueryInput], stage: str) -> None:
+    def __init__(self, region: Region, inputs: list[QueryInput], stage: str, keys: dict[int, str]) -> None:
         self.region = region
         by_node = {id(i.node): i for i in inputs}
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first) for i in inputs]
         self.chains: list[_ChainFn] = []
         ends: dict[int, tuple[HType, HType]] = {}
+        key_of = {s.slot: keys[id(s.node)] for s in region.states}  # slot -> the state's stable key
         for slot, ch in [(s.slot, s.chain) for s in region.states] + [(lk.slot, lk.chain) for lk in region.lookups]:
             inp = by_node[id(ch.input)]
             ops = tuple(
                 _Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, stage))
                 for op in ch.ops
             )
-            self.chains.append(_ChainFn(ch.tag, slot, inp.src, ops))
+            self.chains.append(_ChainFn(ch.tag, key_of[slot], inp.src, ops))
             ends[ch.tag] = chain_types(ch, inp.vt, inp.kt)
-        self.aggs = {s.slot: _agg(s.node, stage) for s in region.states}
+        self.aggs = {key_of[s.slot]: _agg(s.node, stage) for s in region.states}
         value_t = {s.slot: state_type(s.node, ends[s.chain.tag][0]) for s in region.states}
         self.tags = {s.chain.tag: (False, False) for s in region.states} | {
             lk.chain.tag: (True, lk.node.keep_missing) for lk in region.lookups

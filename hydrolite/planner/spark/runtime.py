@@ -173,7 +173,7 @@ class StageRunner(StageOutputs):
                 for i, inp in enumerate(self.inputs)
                 if inp.node is not None
             ]
-            self.region = ExecutorRegion(region, described, self.stage.name)
+            self.region = ExecutorRegion(region, described, self.stage.name, self.keys)
             df = df.unionByName(self.region.branch(df), allowMissingColumns=True)
         return df
 

@@ -62,6 +62,12 @@ def state_type(node: n.Node) -> str:
     return f"{meta.kind.value}[{key}{type_name(meta.elem)}]"
 
 
+def home_of(stage: Stage, node: n.Node) -> str:
+    """Where `node`'s state lives in this plan: "executors" or "driver"."""
+    p = stage.placement.of(node) if stage.placement is not None else None
+    return "executors" if p is not None and p.executors else "driver"
+
+
 @dataclass
 class StateRecord:
     key: str
@@ -70,6 +76,7 @@ class StateRecord:
     op: str
     at: str
     type: str
+    home: str = "driver"  # executors | driver (`placement.py`); records before it: driver
 
     @property
     def display(self) -> str:
@@ -193,6 +200,7 @@ class Reconciliation:
                     "op": ident.op,
                     "at": ident.at,
                     "type": state_type(x),
+                    "home": home_of(stage, x),
                 }
             queries[stage.name] = {
                 "inputs": stage_inputs(stage),
@@ -318,6 +326,7 @@ def _compare_query(
     for port in sorted({s.port for s in stage.sinks} - set(rec.sinks)):
         recon.lines.append(f"      + sink {port}: written from the next batch on")
     new = [_NewState(x, recon.plan.identities[id(x)], state_type(x)) for x in stage.stateful]
+    _compare_homes(recon, stage, rec)
     pairs = _pair_state(new, list(rec.state.values()))
     keys: dict[int, str] = {}
     for ns in new:
@@ -345,6 +354,13 @@ def _compare_query(
             )
             recon.fixes.append(f"pass --reset-state {ns.ident.display} to start it empty, or keep its type")
             continue
+        if s.home != home_of(stage, ns.node):
+            recon.refusals.append(
+                f"{ns.ident.display}: its state lives on the {s.home} in this checkpoint, and this run would keep it "
+                f"on the {home_of(stage, ns.node)} (key {s.key}): it would start empty there"
+            )
+            recon.fixes.append(f"resume with --keyed-state {s.home}, or start a new --checkpoint")
+            continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
         moved = f" (was {s.display})" if s.at != ns.ident.at else ""
         recon.lines.append(f"      = {ns.ident.display}: state kept{moved}{changed}")
@@ -363,6 +379,24 @@ def _compare_query(
             f"pass name=... with its old key's operator, or drop the state with --reset-state {s.display}"
         )
     recon.keys[stage.index] = keys
+
+
+def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
+    """Spark cannot add a stateful operator to a query, or drop one, between runs: the query
+    keeps executor state (one transformWithState operator) exactly when it did before."""
+    before = any(s.home == "executors" for s in rec.state.values())
+    now = any(home_of(stage, x) == "executors" for x in stage.stateful)
+    if before == now:
+        return
+    what = "adds" if now else "drops"
+    recon.refusals.append(
+        f"query {rec.dir}: this run {what} Spark's keyed-state operator (state on the executors), which Spark "
+        f"cannot do to a query that has committed batches"
+    )
+    recon.fixes.append(
+        f"resume with --keyed-state {'driver' if now else 'executors'} to keep the state where it is, "
+        "or start a new --checkpoint"
+    )
 
 
 def _pair_state(new: Iterable[_NewState], old: list[StateRecord]) -> dict[int, StateRecord]:
