@@ -290,12 +290,17 @@ class _Processor(StatefulProcessor):
                     asks.append((int(tag), tuple(o), x))
                 else:
                     news.append((tuple(o), x))
-        has, acc = pickle.loads(state.get()[0]) if state.exists() else (agg.has_init, agg.init)
+        # a key is in the table once an element reached it (a fold's init or a count's 0 is
+        # only where its accumulator starts, not a value for keys never seen)
+        known = state.exists()
+        has, acc = pickle.loads(state.get()[0]) if known else (agg.has_init, agg.init)
         if news:
             news.sort(key=lambda t: t[0])
             elements = [pickle.loads(x) for _, x in news]
             has, acc = agg.fold(elements[0][0], has, acc, [v for _, v in elements])
             state.update((pickle.dumps((has, acc), protocol=5),))
+            known = True
+        has = has and known
         out: dict[str, list[Any]] = {f.name: [] for f in _ANSWERS.fields}
         for tag, o, x in asks:
             if not has and not self.tags[tag][1]:
