@@ -223,6 +223,11 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
         how = f"{snap.name}.get_many_if_present({req}).entries().map(lambda t: (t[0], t[1][0], t[1][1]))"
     out = prog.new(how, "stream", "t1", ordered=False, elem="tuple")
     prog.sinks.append(f'{out.name}.all_ticks().sink("lookups")')
+    if per_key and d.bool():  # a join of two unbounded streams: its history, too, per key on the executors
+        other = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int")
+        assert other is not None
+        left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
+        prog.sinks.append(f'{src.name}.map({left}).join({other.name}.map({right})).sink("joined")')
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:

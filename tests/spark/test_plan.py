@@ -137,12 +137,22 @@ def test_every_node_class_has_a_spark_translation() -> None:
     assert missing == []
 
 
-def test_unbounded_join_is_rejected_at_plan_time() -> None:
+def test_unbounded_join_is_placed_on_the_executors_or_refused() -> None:
     flow = hl.FlowBuilder("j")
     p = flow.process(Server)
     p.source("a", tuple[str, int]).join(p.source("b", tuple[str, int])).sink("out")
+    plan = plan_flow(flow.finalize())
+    (placed,) = [x for s in plan.stages if s.placement is not None for x in s.placement.placements]
+    assert placed.executors and "both sides kept per key" in placed.why
+    # a side that is not a chain from the query's inputs (here: through unique(), which keeps state)
+    flow = hl.FlowBuilder("j2")
+    p = flow.process(Server)
+    counted = p.source("a", int).unique().map(lambda c: (c, c))
+    counted.join(p.source("b", tuple[int, int])).sink("out")
     with pytest.raises(
-        SparkPlanError, match=r"test_plan.py:\d+: join\(\) of unbounded streams .*\n.*fix: batch\(\) both sides"
+        SparkPlanError,
+        match=r"test_plan.py:\d+: join\(\) of unbounded streams would keep their whole history on the driver .*"
+        r"its left side.*\n.*fix: feed join\(\) straight from the query's inputs",
     ):
         plan_flow(flow.finalize())
 

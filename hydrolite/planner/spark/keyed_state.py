@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]  # (pyarrow ships no type information)
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -102,14 +102,13 @@ def _step_type(op: n.Node, vt: HType) -> HType:
     return strip_optional(t) if isinstance(op, n.FilterMap) else t
 
 
-def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType]:
+def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType | None]:
     """The (value, key) types at the end of `chain`, from its input's types."""
     for op in chain.ops:
         if isinstance(op, n.IntoKeyed):
             kt, vt = (vt.items[0], vt.items[1]) if isinstance(vt, TupleT) and len(vt.items) == 2 else (OPAQUE, OPAQUE)
         else:
             vt = _step_type(op, vt)
-    assert kt is not None, "a chain feeding keyed state ends in a keyed stream"
     return vt, kt
 
 
@@ -137,6 +136,7 @@ class _ChainFn:
     state: str  # the stable key of the state it feeds or reads (`Stage.state_keys`)
     src: int  # the input's index in the query's union (`_src`)
     ops: tuple[_Op, ...]
+    pairs: _Op | None = None  # a join side: split its (key, value) elements last (this op's site)
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,8 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
                     out = items
                     for op in ch.ops:
                         out = _run_op(op, out)
+                    if ch.pairs is not None:
+                        out = _run_op(ch.pairs, out)
                     for o, k, v in out:
                         cols["gk"].append(pickle.dumps((ch.state, k), protocol=5))
                         cols["tag"].append(ch.tag)
@@ -264,12 +266,25 @@ class _AggFn:
             raise self.site.fail((key, e.element), e.cause) from e.cause
 
 
-class _Processor(StatefulProcessor):
-    """Step 2: one key's new elements folded into its state, then its lookups answered."""
+@dataclass(frozen=True)
+class _JoinFn:
+    """A join of unbounded streams: both sides' elements so far, per key."""
 
-    def __init__(self, aggs: dict[str, _AggFn], tags: dict[int, tuple[bool, bool]]) -> None:
-        self.aggs = aggs  # state key -> its fold
-        self.tags = tags  # chain tag -> (is a lookup's requests, keep requests without a value)
+    out: int  # the tag of its output rows
+
+
+#: what a chain's rows are to the state they reach
+FOLD, ASK, ASK_PRESENT, LEFT, RIGHT = "fold", "ask", "ask_present", "left", "right"
+Row = tuple[int, tuple[Any, ...], bytes]  # (tag, order, pickled (key, value))
+
+
+class _Processor(StatefulProcessor):
+    """Step 2: one key's new elements folded into its state, then its lookups answered (or,
+    for a join, the new elements paired with the other side's elements so far)."""
+
+    def __init__(self, aggs: dict[str, _AggFn | _JoinFn], tags: dict[int, str]) -> None:
+        self.aggs = aggs  # state key -> what its state does
+        self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT
         self.value: Any = None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -280,43 +295,67 @@ class _Processor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         import pandas as pd  # (a dependency of PySpark's pandas API, which this operator uses)
 
-        agg, state = self.aggs[pickle.loads(key[0])[0]], self.value
-        news: list[tuple[tuple[Any, ...], bytes]] = []
-        asks: list[tuple[int, tuple[Any, ...], bytes]] = []
+        state_key, k = pickle.loads(key[0])
+        fn = self.aggs[state_key]
+        by_role: dict[str, list[Row]] = {}
         for frame in rows:
             order = zip(*(frame[c] for c in _INNER))
             for tag, o, x in zip(frame["tag"], order, frame["x"]):
-                if self.tags[int(tag)][0]:
-                    asks.append((int(tag), tuple(o), x))
-                else:
-                    news.append((tuple(o), x))
-        # a key is in the table once an element reached it (a fold's init or a count's 0 is
-        # only where its accumulator starts, not a value for keys never seen)
-        known = state.exists()
-        has, acc = pickle.loads(state.get()[0]) if known else (agg.has_init, agg.init)
-        if news:
-            news.sort(key=lambda t: t[0])
-            elements = [pickle.loads(x) for _, x in news]
-            has, acc = agg.fold(elements[0][0], has, acc, [v for _, v in elements])
-            state.update((pickle.dumps((has, acc), protocol=5),))
-            known = True
-        has = has and known
+                by_role.setdefault(self.tags[int(tag)], []).append((int(tag), tuple(o), x))
+        for rs in by_role.values():
+            rs.sort(key=lambda r: r[1])  # arrival order
         out: dict[str, list[Any]] = {f.name: [] for f in _ANSWERS.fields}
-        for tag, o, x in asks:
-            if not has and not self.tags[tag][1]:
-                continue  # an inner lookup drops a request without a value
-            k, v = pickle.loads(x)
-            out["tag"].append(tag)
-            for name, y in zip(_INNER, o):
-                out[name].append(y)
-            out["k"].append(pickle.dumps(k, protocol=5))
-            out["v"].append(pickle.dumps((v, acc if has else None), protocol=5))
+        if isinstance(fn, _JoinFn):
+            self._join(fn, k, by_role, out)
+        else:
+            self._fold(fn, k, by_role, out)
         # object columns: pandas 3 would store the texts Arrow-backed, which PySpark's
         # conversion of the result does not accept
         yield pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in out.items()})
 
+    def _fold(self, agg: _AggFn, k: Any, by_role: dict[str, list[Row]], out: dict[str, list[Any]]) -> None:
+        # a key is in the table once an element reached it (a fold's init or a count's 0 is
+        # only where its accumulator starts, not a value for keys never seen)
+        known = self.value.exists()
+        has, acc = pickle.loads(self.value.get()[0]) if known else (agg.has_init, agg.init)
+        news = by_role.get(FOLD, [])
+        if news:
+            has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
+            self.value.update((pickle.dumps((has, acc), protocol=5),))
+            known = True
+        has = has and known
+        for role in (ASK, ASK_PRESENT):
+            if role == ASK_PRESENT and not has:
+                continue  # get_many_if_present drops a request without a value
+            for tag, o, x in by_role.get(role, []):
+                _, v = pickle.loads(x)
+                _answer(out, tag, o, k, (v, acc if has else None))
+
+    def _join(self, fn: _JoinFn, k: Any, by_role: dict[str, list[Row]], out: dict[str, list[Any]]) -> None:
+        lefts, rights = pickle.loads(self.value.get()[0]) if self.value.exists() else ([], [])
+        new_l = [pickle.loads(x)[1] for _, _, x in by_role.get(LEFT, [])]
+        new_r = [pickle.loads(x)[1] for _, _, x in by_role.get(RIGHT, [])]
+        if not new_l and not new_r:
+            return
+        self.value.update((pickle.dumps((lefts + new_l, rights + new_r), protocol=5),))
+        zero = (0, "", 0, 0, 0)  # a join's output has no order
+        for a in new_l:
+            for b in rights:
+                _answer(out, fn.out, zero, None, (k, (a, b)))
+        for a in lefts + new_l:
+            for b in new_r:
+                _answer(out, fn.out, zero, None, (k, (a, b)))
+
     def close(self) -> None:
         pass
+
+
+def _answer(out: dict[str, list[Any]], tag: int, order: tuple[Any, ...], k: Any, v: Any) -> None:
+    out["tag"].append(tag)
+    for name, y in zip(_INNER, order):
+        out[name].append(y)
+    out["k"].append(pickle.dumps(k, protocol=5))
+    out["v"].append(pickle.dumps(v, protocol=5))
 
 
 # ------------------------------------------------------------------ what the runtime uses
@@ -353,32 +392,43 @@ class ExecutorRegion:
 
     def __init__(self, region: Region, inputs: list[QueryInput], stage: str, keys: dict[int, str]) -> None:
         self.region = region
-        by_node = {id(i.node): i for i in inputs}
+        self.stage = stage
+        self.by_node = {id(i.node): i for i in inputs}
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first) for i in inputs]
         self.chains: list[_ChainFn] = []
-        ends: dict[int, tuple[HType, HType]] = {}
+        self.tags: dict[int, str] = {}
+        self.ends: dict[int, tuple[HType, HType | None]] = {}
+        self.aggs: dict[str, _AggFn | _JoinFn] = {}
+        #: node answered by the region -> (the tag of its rows, key type or None, element type)
+        self.answers: dict[int, tuple[int, HType | None, HType]] = {}
         key_of = {s.slot: keys[id(s.node)] for s in region.states}  # slot -> the state's stable key
-        for slot, ch in [(s.slot, s.chain) for s in region.states] + [(lk.slot, lk.chain) for lk in region.lookups]:
-            inp = by_node[id(ch.input)]
-            ops = tuple(
-                _Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, stage))
-                for op in ch.ops
-            )
-            self.chains.append(_ChainFn(ch.tag, key_of[slot], inp.src, ops))
-            ends[ch.tag] = chain_types(ch, inp.vt, inp.kt)
-        self.aggs = {key_of[s.slot]: _agg(s.node, stage) for s in region.states}
-        value_t = {s.slot: state_type(s.node, ends[s.chain.tag][0]) for s in region.states}
-        self.tags = {s.chain.tag: (False, False) for s in region.states} | {
-            lk.chain.tag: (True, lk.node.keep_missing) for lk in region.lookups
-        }
-        #: lookup node -> (its chain's tag, key type, element type of its answers)
-        self.answers: dict[int, tuple[int, HType, HType]] = {}
+        for st in region.states:
+            self._chain(st.chain, key_of[st.slot], FOLD)
+            self.aggs[key_of[st.slot]] = _agg(st.node, stage)
         for lk in region.lookups:
-            vt, kt = ends[lk.chain.tag]
-            rt = value_t[lk.slot]
+            vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
+            state = next(x for x in region.states if x.slot == lk.slot)
+            rt = state_type(state.node, self.ends[state.chain.tag][0])
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
+        for j in region.joins:
+            key = keys[id(j.node)]
+            lt, _ = self._chain(j.left, key, LEFT, _Op("into_keyed", False, None, _site(j.node, stage)))
+            rt, _ = self._chain(j.right, key, RIGHT, _Op("into_keyed", False, None, _site(j.node, stage)))
+            self.aggs[key] = _JoinFn(j.left.tag)
+            self.answers[id(j.node)] = (j.left.tag, None, _join_type(lt, rt))
+
+    def _chain(self, ch: Chain, state: str, role: str, pairs: _Op | None = None) -> tuple[HType, HType | None]:
+        inp = self.by_node[id(ch.input)]
+        ops = tuple(
+            _Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, self.stage))
+            for op in ch.ops
+        )
+        self.chains.append(_ChainFn(ch.tag, state, inp.src, ops, pairs))
+        self.tags[ch.tag] = role
+        self.ends[ch.tag] = chain_types(ch, inp.vt, inp.kt)
+        return self.ends[ch.tag]
 
     def branch(self, raw: DataFrame) -> DataFrame:
         """The region's part of the streaming plan: its answers as rows `(_src=-1, _rg)`."""
@@ -393,28 +443,36 @@ class ExecutorRegion:
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))
 
     def lookup_frames(self, df: DataFrame) -> dict[int, SFrame]:
-        """Each executor lookup's answers in this batch, typed as the driver path types them."""
+        """The values of the nodes the region answers (lookups, joins) in this batch, typed as
+        the driver path types them."""
         mine = df.filter(F.col("_src") == -1)
         out: dict[int, SFrame] = {}
         for node_id, (tag, kt, vt) in self.answers.items():
-            rows = mine.filter(F.col("_rg.tag") == tag).select(
+            rows = mine.filter(F.col("_rg.tag") == tag)
+            if kt is None:  # a join's pairs: an unkeyed stream without order
+                plain = rows.select(F.col("_rg.v").alias("v"))
+                schema = T.StructType([T.StructField("v", vt.spark())])
+                out[node_id] = SFrame(map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}), schema), vt)
+                continue
+            keyed = rows.select(
                 *[F.col(f"_rg.{c}").alias(o) for c, o in zip(_INNER, ORDER)],
                 F.col("_rg.k").alias("k"),
                 F.col("_rg.v").alias("v"),
             )
-            typed = map_in_arrow(
-                rows,
-                reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}),
-                T.StructType(
-                    [
-                        *[T.StructField(c, t) for c, t in zip(ORDER, _ORDER_TYPES)],
-                        T.StructField("k", kt.spark()),
-                        T.StructField("v", vt.spark()),
-                    ]
-                ),
-            )
+            fields = [*[T.StructField(c, t) for c, t in zip(ORDER, _ORDER_TYPES)], T.StructField("k", kt.spark())]
+            schema = T.StructType([*fields, T.StructField("v", vt.spark())])
+            typed = map_in_arrow(keyed, reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
+
+
+def _join_type(lt: HType, rt: HType) -> HType:
+    """(k, (v1, v2)) from the sides' (k, v) element types (pickled when either is not a pair)."""
+    if isinstance(lt, TupleT) and isinstance(rt, TupleT) and len(lt.items) == len(rt.items) == 2:
+        from .ops import common_type
+
+        return TupleT((common_type(lt.items[0], rt.items[0]), TupleT((lt.items[1], rt.items[1]))))
+    return OPAQUE
 
 
 def with_batch(err: UserFunctionError, batch_id: int) -> UserFunctionError:

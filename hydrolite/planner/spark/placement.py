@@ -12,6 +12,11 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 * whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
   through its `snapshot`), each with a chain as its request stream.
 
+Joins of two unbounded streams whose sides are chains keep both sides' history per key the
+same way (a symmetric hash join: each new element meets the other side's elements so far);
+a join of unbounded streams that cannot be placed there is refused (`SparkPlanError`): on
+the driver it would keep its whole history in every batch.
+
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
 in a `transformWithStateInPandas` processor, whose state Spark keeps in its RocksDB state
@@ -70,15 +75,26 @@ class ExecutorLookup:
 
 
 @dataclass(frozen=True)
+class ExecutorJoin:
+    """A join of two unbounded streams, both sides' history kept per key on the executors."""
+
+    node: n.Join
+    left: Chain
+    right: Chain
+
+
+@dataclass(frozen=True)
 class Region:
     """The part of one query evaluated per key on the executors."""
 
     states: tuple[ExecutorState, ...]
     lookups: tuple[ExecutorLookup, ...]
+    joins: tuple[ExecutorJoin, ...] = ()
 
     @property
     def chains(self) -> list[Chain]:
-        return [x.chain for x in self.states] + [x.chain for x in self.lookups]
+        sides = [c for j in self.joins for c in (j.left, j.right)]
+        return [x.chain for x in self.states] + [x.chain for x in self.lookups] + sides
 
     def skipped(self) -> set[int]:
         """Nodes the driver no longer evaluates: the states and the snapshots between them
@@ -123,11 +139,22 @@ def place(stage: Stage, executors: bool = True) -> StagePlacement:
     finder = _Finder(stage)
     states: list[ExecutorState] = []
     lookups: list[ExecutorLookup] = []
+    joins: list[ExecutorJoin] = []
     placements: list[Placement] = []
     for node in stage.stateful:
         if not executors:
+            _refuse_unbounded_join(node, "the run asked for driver state (keyed_state='driver')")
             placements.append(Placement(node, False, "the run asked for driver state (keyed_state='driver')"))
             continue
+        if isinstance(node, n.Join):
+            side = finder.join_of(node)
+            if isinstance(side, str):
+                _refuse_unbounded_join(node, side)
+            else:
+                joins.append(side)
+                placements.append(Placement(node, True, "a join of unbounded streams: both sides kept per key"))
+            continue
+        _refuse_unbounded_join(node, "")
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
             placements.append(Placement(node, False, found))
@@ -137,8 +164,21 @@ def place(stage: Stage, executors: bool = True) -> StagePlacement:
         lookups.extend(its_lookups)
         readers = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
         placements.append(Placement(node, True, f"keyed, fed per element and read only per key (by {readers})"))
-    region = Region(tuple(states), tuple(lookups)) if states else None
+    region = Region(tuple(states), tuple(lookups), tuple(joins)) if states or joins else None
     return StagePlacement(region, tuple(placements))
+
+
+def _refuse_unbounded_join(node: n.Node, why: str) -> None:
+    if isinstance(node, (n.Join, n.CrossProduct)):
+        from .stages import SparkPlanError
+
+        because = f" ({why})" if why else ""
+        raise SparkPlanError(
+            f"{node.op}() of unbounded streams would keep their whole history on the driver in every batch{because}",
+            site=node.site,
+            fix="feed join() straight from the query's inputs through element-wise operators (its state then lives "
+            "on the executors), or batch() both sides into a tick and combine the batches there",
+        )
 
 
 class _Finder:
@@ -186,6 +226,18 @@ class _Finder:
             return f"its input {x.op}() {where(x)} is not a stream"
         self.tags += 1
         return Chain(self.tags - 1, x, tuple(reversed(ops)))
+
+    def join_of(self, node: n.Join) -> ExecutorJoin | str:
+        """The executor form of a join of unbounded streams, or why there is none."""
+        blocked = self._blocker()
+        if blocked is not None:
+            return blocked
+        left, right = self.chain(node.children[0]), self.chain(node.children[1])
+        for side, chain in (("left", left), ("right", right)):
+            if isinstance(chain, str):
+                return f"its {side} side: {chain}"
+        assert isinstance(left, Chain) and isinstance(right, Chain)
+        return ExecutorJoin(node, left, right)
 
     def region_of(self, node: n.Node, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
         """The executor state of `node` and its lookups, or why it stays on the driver."""

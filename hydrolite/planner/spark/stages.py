@@ -217,12 +217,6 @@ def _check_supported(flow: Flow, roles: Roles) -> None:
             _check_no_self_feedback(node)
         if isinstance(node, n.FlatMap) and roles.of(node).role is Role.TOP and not node.input.meta.kind.streamlike:
             _check_versions_per_batch(node, roles)
-        if isinstance(node, (n.Join, n.CrossProduct)) and roles.stateful(node):
-            raise SparkPlanError(
-                f"{node.op}() of unbounded streams would keep their whole history in every batch",
-                site=node.site,
-                fix="batch() both sides into a tick and combine the batches there",
-            )
 
 
 def _check_no_self_feedback(entry: n.Node) -> None:
