@@ -10,6 +10,7 @@ import linecache
 import os
 import sys
 from dataclasses import dataclass
+from types import FrameType
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -36,7 +37,14 @@ class CallSite:
             return self.file
         return self.file if rel.startswith("..") else rel
 
+    @property
+    def label(self) -> str:
+        """`name.py:12`: the file's name (no directory) and line. Unlike `str(site)` it does not
+        depend on the working directory, so plans, stage names and stable ids use it."""
+        return f"{os.path.basename(self.file)}:{self.line}"
+
     def __str__(self) -> str:
+        """`dir/name.py:12`, relative to the working directory when below it: a path to open."""
         return f"{self.short_file}:{self.line}"
 
 
@@ -49,9 +57,9 @@ def _internal(filename: str) -> bool:
 
 def capture_site() -> CallSite:
     """Return the innermost frame of the caller that is not inside hydrolite itself."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and _internal(frame.f_code.co_filename):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     if frame is None:
         return UNKNOWN_SITE
     return CallSite(os.path.abspath(frame.f_code.co_filename), frame.f_lineno, frame.f_code.co_name)

@@ -1,5 +1,5 @@
-"""`hydrolite run | plan | offsets | verify-run`: run a program on Spark, show its plan, show
-its offset log, check a finished run against the simulator.
+"""`hydrolite run | plan | offsets | verify-run | init`: run a program on Spark, show its plan,
+show its offset log, check a finished run against the simulator, create a new project.
 
 A program is a Python file (or `package.module`) exposing `build() -> hydrolite.Flow`.
 
@@ -21,11 +21,15 @@ import sys
 import time
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import HydroliteError
 from .ir.graph import Flow
 from .progress import make_progress
+
+if TYPE_CHECKING:
+    from .metrics import RunMetrics
+    from .planner.spark.runtime import FlowRunner
 
 
 def load_program(spec: str) -> tuple[ModuleType, Flow]:
@@ -120,37 +124,12 @@ def cmd_offsets(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ run
 def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: str) -> dict[str, str]:
-    from .planner.spark.feed import FeedWriter, contiguous
-    from .planner.spark.ports import demo_value
-    from .planner.spark.types import OPAQUE, from_python
+    from .input_feeds import feed_inputs
 
     given = getattr(module, "demo_inputs", None)
-    demo: dict[str, Any] = dict(given()) if callable(given) else {}
-    out: dict[str, str] = {}
-    for port in unbound:
-        src = flow.sources[port]
-        vt = from_python(src.meta.elem) or OPAQUE
-        kt = (from_python(src.meta.key) or OPAQUE) if src.meta.kind.keyed else None
-        path = os.path.join(directory, port)
-        out[port] = f"feed:{path}?maxEntriesPerTrigger=1"
-        if contiguous(path):  # written by an earlier run with this checkpoint: resume, do not duplicate
-            continue
-        writer = FeedWriter(path, vt, kt)
-        if port in demo:
-            batches = demo[port]
-        else:
-            batches = [
-                [
-                    demo_value(vt, 4 * b + i, port)
-                    if kt is None
-                    else (demo_value(kt, i, port), demo_value(vt, 4 * b + i, port))
-                    for i in range(4)
-                ]
-                for b in range(5)
-            ]
-        for batch in batches:
-            writer.send_many(batch)
-    return out
+    return feed_inputs(
+        flow, unbound, directory, {p: b for p, b in dict(given()).items() if p in unbound} if callable(given) else {}
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -195,6 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         done = runner.resumed.get(s.name, 0)
         if done:
             print(f"hydrolite: query {s.name}: resuming after batch {done - 1} (checkpoint {checkpoint})")
+    metrics = _serve_metrics(runner, args.metrics_port, args.metrics_addr)
     progress = make_progress(runner, args.progress)
     runner.start(once=args.once)
     try:
@@ -212,7 +192,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         runner.stop()
     progress.show(runner, final=True)
+    if metrics is not None:
+        metrics.wait_for_end()  # every progress event of the run counted (a last scrape sees them)
+        metrics.close()
     return 0
+
+
+def _serve_metrics(runner: FlowRunner, port: int | None, addr: str) -> RunMetrics | None:
+    """`--metrics-port`: a Prometheus endpoint for this run (hydrolite/metrics.py), or None."""
+    if port is None:
+        return None
+    from .metrics import RunMetrics
+
+    metrics = RunMetrics(runner)
+    try:
+        bound = metrics.serve(port, addr)
+    except BaseException:
+        metrics.close()
+        runner.stop()
+        raise
+    host = f"[{addr}]" if ":" in addr else addr
+    print(f"hydrolite: Prometheus metrics at http://{host}:{bound}/metrics", flush=True)
+    return metrics
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
@@ -227,6 +228,22 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     report = verify_run(flow, checkpoint, spark, _pairs(args.input, "--input"), _pairs(args.output, "--output"))
     print(report)
     return 0 if report.identical else 2
+
+
+# ------------------------------------------------------------------ init
+def cmd_init(args: argparse.Namespace) -> int:
+    from .init_project import create_project, project_names
+
+    directory, _, module = project_names(args.name)
+    written = create_project(args.name, args.hydrolite_spec)
+    print(f"hydrolite: created {directory}:")
+    for path in written:
+        print(f"    {path}")
+    print(
+        f"next: cd {os.path.relpath(directory)} && python -m venv .venv && . .venv/bin/activate && "
+        f"pip install -e '.[dev]' && pytest && mypy && hydrolite run {module}/pipeline.py"
+    )
+    return 0
 
 
 # ------------------------------------------------------------------ main
@@ -271,6 +288,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "live", "lines"),
         default="auto",
         help="live: a table redrawn in place (rich); lines: one line per finished batch; auto: live on a terminal",
+    )
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on this port during the run (0: any free port, printed)",
+    )
+    run.add_argument(
+        "--metrics-addr",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address of --metrics-port (0.0.0.0: every interface)",
     )
     mode.add_argument("--once", action="store_true", help="process what is available now, then stop")
     mode.add_argument(
@@ -328,6 +357,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
     verify.set_defaults(fn=cmd_verify_run)
+
+    init = sub.add_parser("init", help="create a new project: a program, a simulator test, pytest, mypy, pre-commit")
+    init.add_argument("name", help="the project's directory (its name is the project's; it must not exist or be empty)")
+    init.add_argument(
+        "--hydrolite-spec",
+        metavar="REQUIREMENT",
+        help="the hydrolite dependency to write (default: where this hydrolite was installed from, "
+        "e.g. 'hydrolite @ file:///path/to/checkout')",
+    )
+    init.set_defaults(fn=cmd_init)
 
     from .sim.cli import add_parser as add_sim_parser
 

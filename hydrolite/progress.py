@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.live import Live
 from rich.table import Table
 
@@ -51,22 +51,24 @@ class QueryStats:
         )
 
 
-def progress_table(stats: list[QueryStats]) -> Table:
-    """The live table: one row per query."""
-    table = Table(title="hydrolite run", title_justify="left")
-    for col, just in (
-        ("query", "left"),
-        ("batches", "right"),
-        ("last", "right"),
-        ("ms", "right"),
-        ("input rows", "right"),
-        ("rows/s", "right"),
-        ("outputs", "left"),
-        ("rejected", "left"),
-    ):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
-    for q in stats:
-        table.add_row(
+# The table's columns and their alignment: the terminal's table and a notebook's HTML
+# table (`notebook_html.py`) show the same columns and rows.
+COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("query", "left"),
+    ("batches", "right"),
+    ("last", "right"),
+    ("ms", "right"),
+    ("input rows", "right"),
+    ("rows/s", "right"),
+    ("outputs", "left"),
+    ("rejected", "left"),
+)
+
+
+def progress_rows(stats: list[QueryStats]) -> list[list[str]]:
+    """The table's rows, as text (one per query)."""
+    return [
+        [
             q.name,
             str(q.batches),
             f"#{q.last_batch}" if q.last_batch >= 0 else "-",
@@ -75,7 +77,18 @@ def progress_table(stats: list[QueryStats]) -> Table:
             f"{q.rows_per_s:.1f}",
             q.outputs or "-",
             q.rejected or "-",
-        )
+        ]
+        for q in stats
+    ]
+
+
+def progress_table(stats: list[QueryStats]) -> Table:
+    """The live table: one row per query."""
+    table = Table(title="hydrolite run", title_justify="left")
+    for col, just in COLUMNS:
+        table.add_column(col, justify=just)
+    for row in progress_rows(stats):
+        table.add_row(*row)
     return table
 
 

@@ -98,6 +98,12 @@ class Flow:
         """A deterministic text rendering of the graph, for snapshot tests and `plan`."""
         return dump_nodes(self.nodes())
 
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict[str, str]:
+        """Jupyter shows the graph as a Mermaid picture, else as text (`ir/mermaid.py`)."""
+        from .mermaid import flow_mimebundle
+
+        return flow_mimebundle(self)
+
 
 def _fn_name(f: Any) -> str:
     code = getattr(f, "__code__", None)

@@ -56,6 +56,11 @@ class SimulationFailure(AssertionError):
         self.executions = executions
         self.cause = cause
 
+    def _repr_html_(self) -> str:  # a notebook shows a caught failure laid out (hydrolite/sim_view.py)
+        from ..sim_view import report_html
+
+        return report_html(self.report)
+
 
 class DeterminismViolation(AssertionError):
     """An output whose type promises determinism differed between two explored schedules."""
