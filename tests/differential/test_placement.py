@@ -7,8 +7,11 @@ from __future__ import annotations
 import random
 import types
 
+import pytest
+
+from hydrolite.ir import nodes as n
 from hydrolite.planner.spark.placement import StagePlacement, place
-from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.stages import SparkPlanError, plan_flow
 from tests.differential.progen import RandomDraw, generate
 
 
@@ -29,10 +32,21 @@ def test_every_generated_store_keeps_its_state_on_the_executors() -> None:
 
 
 def test_driver_option_keeps_everything_on_the_driver() -> None:
-    source = generate(RandomDraw(random.Random(3)), max_ops=4, store=True).source()
-    mod = types.ModuleType("generated")
-    exec(compile(source, "<generated>", "exec"), mod.__dict__)
-    for stage in plan_flow(mod.build()).stages:
-        sp = place(stage, executors=False)
-        assert sp.region is None
-        assert all(not p.executors and "keyed_state='driver'" in p.why for p in sp.placements)
+    """keyed_state='driver': every state on the driver; a join of unbounded streams, which only
+    the executors can hold, is refused (never silently kept whole on the driver)."""
+    seen = {"driver": 0, "refused": 0}
+    for seed in range(12):
+        source = generate(RandomDraw(random.Random(seed)), max_ops=4, store=True).source()
+        mod = types.ModuleType("generated")
+        exec(compile(source, "<generated>", "exec"), mod.__dict__)
+        for stage in plan_flow(mod.build()).stages:
+            if any(isinstance(x, n.Join) for x in stage.stateful):
+                with pytest.raises(SparkPlanError, match="join\\(\\) of unbounded streams"):
+                    place(stage, executors=False)
+                seen["refused"] += 1
+                continue
+            sp = place(stage, executors=False)
+            assert sp.region is None
+            assert all(not p.executors and "keyed_state='driver'" in p.why for p in sp.placements)
+            seen["driver"] += 1
+    assert seen["driver"] and seen["refused"], seen
