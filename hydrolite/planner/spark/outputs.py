@@ -33,6 +33,7 @@ class StageOutputs:
     stage: Stage
     store: StateStore
     progress: StageProgress
+    dir: str  # the query's checkpoint directory (its sinks' identity lives there)
 
     _hook: Callable[[str, int], None]  # the runner's fault-injection point
 
@@ -80,7 +81,7 @@ class StageOutputs:
             raise errors[0]
 
     def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
-        sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name)
+        sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name, self.dir)
         rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
         if sink.port not in self.runner.typed_sinks:  # once per run: the types do not change
             record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])

@@ -35,8 +35,14 @@ bounds one line.
 
 Outputs (`--output port=SPEC`): `DIR` / `json:DIR` / `csv:DIR` / `parquet:DIR` (one
 `batch_id=N` directory per micro-batch, overwritten on replay), `memory` (a `MemorySink`),
-`console`, or a Python callable `f(batch_id, values)` (called once per batch id: a replay
-of a batch whose callback already returned is skipped).
+`console[?limit=N]`, `callback:module:function` or a Python callable `f(batch_id, values)`
+(called once per batch id: a replay of a batch whose callback already returned is skipped).
+
+Every scheme is a `PortPlugin` (`port_api.py`): the ones above are registered in
+`ports_builtin.py`, Delta Lake (`delta:PATH`, `ports_delta.py`) and PostgreSQL
+(`postgres:DSN?table=T`, `ports_postgres.py`) beside them, and installed packages add more
+through the entry-point group `hydrolite.ports` (`port_registry.py`, docs/ports.md). This
+module keeps the built-in bindings; `parse_input` / `parse_output` ask the registry.
 """
 
 from __future__ import annotations
@@ -44,64 +50,30 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import parse_qsl
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .feed import FEED_FORMAT, entry_name, list_entries
+from .port_api import (
+    InputBinding,
+    OutputBinding,
+    SinkCtx,
+    collect_values,
+    external_columns,
+    external_schema,
+    internal_columns,
+)
 from .remap import URI_EMPTY_AUTHORITY, spark_uri_key
-from .state import StateStore
 from .types import HType, ListT, NoneT, Prim, RecordT, StructT, TupleT
 from .values import SFrame
 
-_FILE_FORMATS = ("json", "csv", "parquet")
-
-
-def external_schema(vt: HType, kt: HType | None) -> T.StructType:
-    """The columns a file holding elements of this type has."""
-    if kt is not None:
-        return T.StructType([T.StructField("key", kt.spark(), True), T.StructField("value", vt.spark(), True)])
-    if isinstance(vt, StructT):
-        return T.StructType([T.StructField(n, t.spark(), True) for n, t in zip(vt.names, vt.items)])
-    return T.StructType([T.StructField("value", vt.spark(), True)])
-
-
-def internal_columns(vt: HType, kt: HType | None) -> list[Column]:
-    """`k` / `v` columns from the external layout."""
-    if kt is not None:
-        return [F.col("key").alias("k"), F.col("value").alias("v")]
-    if isinstance(vt, StructT):
-        return [F.struct(*[F.col(n) for n in vt.names]).alias("v")]
-    return [F.col("value").alias("v")]
-
-
-def external_columns(sf: SFrame) -> list[Column]:
-    """The external layout of an output."""
-    if sf.keyed:
-        return [F.col("k").alias("key"), F.col("v").alias("value")]
-    if isinstance(sf.vt, StructT):
-        return [F.col("v").getField(n).alias(n) for n in sf.vt.names]
-    return [F.col("v").alias("value")]
-
 
 # ------------------------------------------------------------------ inputs
-class InputBinding(ABC):
-    """Where a source port's elements come from."""
-
-    @abstractmethod
-    def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
-        """A streaming DataFrame with columns `v` (and `k`), plus `_seq` when it has an order."""
-
-    @abstractmethod
-    def describe(self) -> str: ...
-
-
 @dataclass
 class FileInput(InputBinding):
     """New files of a directory, in arrival order: file by file, then row by row within a file.
@@ -257,56 +229,15 @@ class RateInput(InputBinding):
 
 
 def parse_input(spec: str | InputBinding) -> InputBinding:
-    """An InputBinding from a command-line spec (see the module docstring)."""
+    """An InputBinding from a spec (see the module docstring), found through the port registry."""
     if isinstance(spec, InputBinding):
         return spec
-    if spec == "demo":
-        return RateInput({"rowsPerBatch": "3"}, micro=True)
-    kind, sep, rest = spec.partition(":")
-    if sep and kind in ("rate", "rate-micro-batch"):
-        return RateInput(dict(parse_qsl(rest.replace(",", "&"))), micro=kind == "rate-micro-batch")
-    if sep and kind == "feed":
-        path, _, query = rest.partition("?")
-        return FeedInput(path, dict(parse_qsl(query)))
-    path, fmt = (rest, kind) if sep and kind in _FILE_FORMATS else (spec, "json")
-    path, _, query = path.partition("?")
-    return FileInput(path, fmt, dict(parse_qsl(query)))
+    from .port_registry import registry
+
+    return registry().bind_input(spec)
 
 
 # ------------------------------------------------------------------ outputs
-@dataclass
-class SinkCtx:
-    """What a sink needs to write one batch idempotently."""
-
-    port: str
-    batch_id: int
-    store: StateStore
-    stage: str
-
-
-class OutputBinding(ABC):
-    """Where a sink port's elements go; `write` must be idempotent by batch id."""
-
-    @abstractmethod
-    def write(self, ctx: SinkCtx, sf: SFrame) -> int | None:
-        """Write one batch; returns the number of rows when it is known without extra work."""
-
-    @abstractmethod
-    def describe(self) -> str: ...
-
-
-def collect_values(sf: SFrame) -> list[Any]:
-    """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
-    df = sf.df.select(*sf.cols())
-    rows = df.collect()
-    if sf.order:
-        rows.sort(key=lambda r: tuple(r[c] for c in sf.order))
-    if sf.keyed:
-        assert sf.kt is not None
-        return [(sf.kt.decode(r["k"]), sf.vt.decode(r["v"])) for r in rows]
-    return [sf.vt.decode(r["v"]) for r in rows]
-
-
 class MemorySink(OutputBinding):
     """Keeps every batch's values in this process, keyed by batch id (a replay replaces them)."""
 
@@ -361,18 +292,14 @@ class FileOutput(OutputBinding):
 
 
 def parse_output(spec: str | OutputBinding | Callable[[int, list[Any]], object]) -> OutputBinding:
+    """An OutputBinding from a spec, a binding or a callable `f(batch_id, values)`."""
     if isinstance(spec, OutputBinding):
         return spec
     if callable(spec):
         return CallbackSink(spec, getattr(spec, "__name__", "callback"))
-    if spec == "memory":
-        return MemorySink()
-    if spec == "console":
-        return ConsoleSink()
-    kind, sep, rest = spec.partition(":")
-    if sep and kind in _FILE_FORMATS:
-        return FileOutput(rest, kind)
-    return FileOutput(spec, "json")
+    from .port_registry import registry
+
+    return registry().bind_output(spec)
 
 
 class ConsoleSink(OutputBinding):
@@ -417,6 +344,10 @@ class ChannelOutput:
 
 
 __all__ = [
+    "external_schema",
+    "internal_columns",
+    "external_columns",
+    "collect_values",
     "InputBinding",
     "FileInput",
     "FeedInput",
