@@ -17,7 +17,8 @@ def test_counter(s: sim.Simulator) -> None:
 `.replay(scenario, "v1:...")` are the same modes without the decorator;
 `sim.replay(build, scenario, "v1:...")` and `hydrolite sim FILE:SCENARIO --replay v1:...`
 replay a reported execution from Python or the shell. `crashes=True` also explores every
-crash point of every tick run with the Spark runtime's recovery (`crash.py`);
+crash point of every tick run and top-level micro-batch with the Spark runtime's recovery
+(`crash.py`);
 `Simulator(flow, interleavings=True, per_key_snapshots=True)` explores finer asynchrony
 (`asynchrony.py`). See `world.py` for the execution model and `explore.py` for failure
 reports.

@@ -160,6 +160,16 @@ def _sizes(items: list[str]) -> dict[str, int]:
     return out
 
 
+def summary(sim: Simulator, n: int, reduced: bool) -> str:
+    """What an exhaustive exploration covered (see `Simulator.exhaustive` for the counters)."""
+    if not reduced:
+        return f"{n} executions explored (every interleaving, no reduction)"
+    return (
+        f"{n} executions explored, one per equivalence class of schedules; "
+        f"{sim.pruned} branches of equivalent schedules pruned ({sim.abandoned} partial executions abandoned)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """The `hydrolite sim` command: 0 passed, 1 failed (report printed), 2 usage error."""
     try:
@@ -183,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
                 if args.crashes
                 else "every schedule"
             )
-            print(f"hydrolite sim: {what} passed: {n} executions explored, {sim.pruned} pruned as repeats")
+            print(f"hydrolite sim: {what} passed: {summary(sim, n, not args.no_reduce)}")
     except SimulationFailure as failure:
         print(failure.report)
         return 1

@@ -30,6 +30,15 @@ tick body, its exits and the top-level operators downstream of them up to the ou
 (Spark fuses those into the tick's micro-batch); the tick's own choices inside the body
 (`assume_ordering` in a tick) are made the same way, as Spark's deterministic replay does.
 
+**Top-level micro-batches.** The top-level operators a send, a delivery or a release runs
+through (upstream of a tick's entries, Spark fuses them into that tick's query; a
+pipeline crossing no tick is a query of its own) are a micro-batch too
+(`CrashWorld.propagate_top`): what reaches an output is staged, a crash point is chosen
+the same way, and the replay propagates the same durable input again (state rolled back
+to its older version, outputs overwritten / skipped, user functions run again). A
+propagation that runs no operator offers no point: it computes nothing a replay could
+change, and a crash before its outputs is a crash at a boundary.
+
 With a correct recovery and pure user functions a crash therefore changes nothing the test
 can observe, and the simulator checks exactly that (`explore.py`): each execution that
 crashed is compared with the same schedule without the crash. What breaks it is a user
@@ -42,6 +51,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import kernels
@@ -110,11 +120,51 @@ class TickInfo:
 
 
 @dataclass(frozen=True)
+class TopInfo:
+    """What a top-level propagation from one operator touches (a send's source, a delivery's
+    send operator at the receiver, a released buffer)."""
+
+    touched: tuple[int, ...]  # stateful top-level operators it updates (rolled back on replay)
+    computes: bool  # it runs a top-level operator before reaching the outputs (else no crash point)
+    first: Node | None  # the first such operator, to name the crash in reports
+
+
+@dataclass(frozen=True)
 class CrashInfo:
-    """Per program: terminal operators (outputs of a run) and each tick's `TickInfo`."""
+    """Per program: terminal operators (outputs of a run), each tick's `TickInfo`, and the
+    `TopInfo` of each operator a top-level propagation starts from (filled as met)."""
 
     terminal: frozenset[int]
     ticks: dict[int, TickInfo]
+    tops: dict[int, TopInfo] = field(default_factory=dict)
+
+    def top(self, op: Op) -> TopInfo:
+        """The `TopInfo` of propagations starting at `op`."""
+        known = self.tops.get(op.idx)
+        if known is None:
+            known = self.tops[op.idx] = _top_info(op, self.terminal)
+        return known
+
+
+def _downstream(start: list[Op], terminal: frozenset[int], touched: dict[int, None]) -> None:
+    """Add the stateful operators reached from `start` before the outputs to `touched`."""
+    todo = list(start)
+    seen: set[int] = set()
+    while todo:
+        op = todo.pop()
+        if op.idx in terminal or op.idx in seen:
+            continue
+        seen.add(op.idx)
+        if _stateful(op):
+            touched[op.idx] = None
+        todo.extend(c for c, _ in op.consumers)
+
+
+def _top_info(op: Op, terminal: frozenset[int]) -> TopInfo:
+    inner = [c for c, _ in op.consumers if c.idx not in terminal]
+    touched: dict[int, None] = {}
+    _downstream(inner, terminal, touched)
+    return TopInfo(tuple(touched), bool(inner), inner[0].node if inner else None)
 
 
 def _stateful(op: Op) -> bool:
@@ -142,14 +192,7 @@ def crash_info(prog: Program) -> CrashInfo:
         for op in tp.body:
             if _stateful(op) and (op.role is Role.CARRIED or op in tp.commits):
                 touched[op.idx] = None
-        todo = list(tp.exits)
-        while todo:
-            op = todo.pop()
-            if op.idx in terminal or op.idx in touched:
-                continue
-            if _stateful(op):
-                touched[op.idx] = None
-            todo.extend(c for c, _ in op.consumers)
+        _downstream(list(tp.exits), terminal, touched)
         stateful = bool(touched) or any(op.role is Role.CARRIED for op in tp.body)
         ticks[id(tp)] = TickInfo(tuple(touched), stateful, tuple(e.node for e in tp.entries))
     prog.crash_info = info = CrashInfo(terminal, ticks)
@@ -282,13 +325,13 @@ class CrashWorld(World):
         finally:
             self.choose = choose
         while True:
-            point = self._choose_point(info, groups)
+            point = self._choose_point(info.stateful, groups)
             if point is None:
                 self._write(groups, written)
                 return
             self.crashes_left -= 1
             self._write(groups[: point.written], written)
-            self._note_crash(tp, p, k, point, groups, info)
+            self._note_crash(f"run #{k} of {tp.label} on {self.prog.places[p].label}", point, groups, info.entries)
             if not point.state_written or self.recovery.versioned_state:
                 for i, v in saved[0]:  # the versions older than this run
                     st[i] = clone(v)
@@ -304,16 +347,57 @@ class CrashWorld(World):
             finally:
                 self.choose, self.trace, self.ctx = choose, trace, ctx
 
+    def propagate_top(self, op: Op, p: int, delta: Any) -> None:
+        """A delta entering the top level (a send, a delivery, a release) is a micro-batch of
+        the top-level operators it runs through: with crashes left, and when it runs at
+        least one operator, choose whether and where it crashes (Spark's points, as for a
+        tick run), and replay it from its durable input: the send / channel entry /
+        released element. State it updated rolls back (versioned), outputs it wrote are
+        overwritten or skipped (idempotent), and its user functions run again."""
+        top = self.info.top(op)
+        if self.crashes_left <= 0 or not top.computes:
+            World.propagate(self, op, p, delta)
+            return
+        st = self.states[p]
+        saved = [(i, clone(st[i])) for i in top.touched]
+        groups = self._staged(partial(self.propagate, op, p, delta))
+        written: dict[tuple[int, int], int] = {}
+        while True:
+            point = self._choose_point(bool(top.touched), groups)
+            if point is None:
+                self._write(groups, written)
+                return
+            self.crashes_left -= 1
+            self._write(groups[: point.written], written)
+            self._note_crash(f"the top-level operators, {self.where_text()}", point, groups, _named(top.first))
+            if not point.state_written or self.recovery.versioned_state:
+                for i, v in saved:  # the versions older than this micro-batch
+                    st[i] = clone(v)
+            ctx, trace = self.ctx, self.trace
+            self.trace, self.ctx = None, ("replay_top", ctx, point.name)
+            try:
+                groups = self._staged(partial(self.propagate, op, p, delta))
+            finally:
+                self.trace, self.ctx = trace, ctx
+
     def _evaluate(self, tp: TickPlan, p: int, vals: list[Any]) -> list[Group]:
         """Evaluate the body (entries already in `vals`), exits and commits, and propagate
         the exits, staging what reaches an output; returns the outputs, grouped."""
         st = self.states[p]
         outs = self._run_body(tp, p, st, vals)
+
+        def exits() -> None:
+            for x, v in outs:
+                self.propagate(x, p, v)
+
+        return self._staged(exits)
+
+    def _staged(self, propagate: Callable[[], object]) -> list[Group]:
+        """Run `propagate` staging what reaches an output; returns the outputs, grouped."""
         staged: list[tuple[Op, int, int, Any]] = []
         self.staged = staged
         try:
-            for x, v in outs:
-                self.propagate(x, p, v)
+            propagate()
         finally:
             self.staged = None
         groups: dict[tuple[int, int], Group] = {}
@@ -325,12 +409,12 @@ class CrashWorld(World):
         # sinks first (the runtime writes them, then its channels), each in program order
         return sorted(groups.values(), key=lambda g: (not isinstance(g.op, SinkOp), g.op.idx, g.place))
 
-    def _choose_point(self, info: TickInfo, groups: list[Group]) -> CrashPoint | None:
+    def _choose_point(self, stateful: bool, groups: list[Group]) -> CrashPoint | None:
         """The crash choice of a run (option 0: no crash); None when it does not crash."""
         if self.crashes_left <= 0:
             return None
         points = [CrashPoint("before_state", 0, False)]
-        if info.stateful:
+        if stateful:
             points.append(CrashPoint("before_outputs", 0, True))
         points.extend(CrashPoint("between_sinks", i, True) for i in range(1, len(groups)))
         if groups:
@@ -361,8 +445,8 @@ class CrashWorld(World):
                 g.op.push(self, g.place, st, port, delta)
 
     # ------------------------------------------------------------- reporting
-    def _note_crash(self, tp: TickPlan, p: int, k: int, point: CrashPoint, groups: list[Group], info: TickInfo) -> None:
-        where = self.prog.places[p].label
+    def _note_crash(self, what: str, point: CrashPoint, groups: list[Group], start: tuple[Node, ...]) -> None:
+        """Log (and trace) a crash of `what` at `point`; `start` names it before any output."""
         if point.name == "between_sinks":
             before, after = groups[point.written - 1], groups[point.written]
             detail = f"after {_output(before)}, before {_output(after)}"
@@ -374,8 +458,8 @@ class CrashWorld(World):
             detail = (
                 "nothing written yet" if point.name == "before_state" else "its state version written, no output yet"
             )
-            nodes = info.entries[:1]
-        text = f"{point.name} of run #{k} of {tp.label} on {where} ({detail})"
+            nodes = start[:1]
+        text = f"{point.name} of {what} ({detail})"
         self.crash_log.append(text + _sites(nodes))
         if self.trace is not None:
             self.trace.append(("crash", text, nodes))
@@ -384,7 +468,17 @@ class CrashWorld(World):
         c = self.ctx
         if c[0] == "replay":
             return f"replaying run #{c[3]} of {c[1].label} on {self.prog.places[c[2]].label} after a crash at {c[4]}"
+        if c[0] == "replay_top":
+            self.ctx = c[1]
+            try:
+                return f"{World.where_text(self)}, replayed after a crash at {c[2]}"
+            finally:
+                self.ctx = c
         return World.where_text(self)
+
+
+def _named(node: Node | None) -> tuple[Node, ...]:
+    return () if node is None else (node,)
 
 
 def _output(g: Group) -> str:
@@ -405,7 +499,7 @@ def sink_outputs(prog: Program, w: World) -> dict[tuple[str, int | None], list[A
     """Every sink's outputs so far, per (port, cluster member), to compare two executions."""
     out: dict[tuple[str, int | None], list[Any]] = {}
     for port, op in prog.sinks.items():
-        for p in prog.places_of[op.node.meta.loc]:  # type: ignore[index]
+        for p in prog.places_at(op.node.meta.loc):
             out[(port, prog.places[p].member)] = list(w.states[p][op.idx][0])
     return out
 

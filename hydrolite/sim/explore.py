@@ -93,7 +93,8 @@ class Simulator:
             raise SimUsageError(f"fairness must be >= 0 (self-driven runs an input may wait), got {fairness}")
         self.fairness = fairness
         self.executions = 0  # executions explored by the last exhaustive/fuzz/replay call
-        self.pruned = 0  # executions the last exhaustive call abandoned as repeats (sleep sets)
+        self.pruned = 0  # branches of equivalent schedules the last exhaustive call skipped (see exhaustive)
+        self.abandoned = 0  # partial executions it stopped because every next action was asleep
         self._por = False  # partial-order reduction in the current mode
         self._world: World | None = None
         self._senders: dict[tuple[str, int | None], Sender[Any]] = {}
@@ -164,10 +165,11 @@ class Simulator:
     # ------------------------------------------------------------- one execution
     def _caller(self, scenario: Scenario) -> Callable[[], object]:
         self._scenario = scenario
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(scenario).parameters
-        except (TypeError, ValueError):
-            params = {}  # type: ignore[assignment]
+        except (TypeError, ValueError):  # a callable without a signature: call it with no argument
+            params = {}
         required = [
             p
             for p in params.values()
@@ -205,6 +207,9 @@ class Simulator:
         else:
             w = self._world = World(self.program, choose, trace, self.max_steps, self._por, self.fairness)
         w.run_limit = None if bound is None else bound[0]
+        w.choice_log = chooser.choices
+        if isinstance(chooser, PrefixChooser):
+            w.seen_before = len(chooser.prefix)  # the depth-first walk re-runs the prefix's states
         call()
         if isinstance(w, CrashWorld):
             skip = set(w.crash_positions)
@@ -321,7 +326,7 @@ class Simulator:
 
     def _outputs(self, w: World, port: str) -> tuple[Any, ...]:
         op = self.program.sinks[port]
-        place = self.program.places_of[op.node.meta.loc][0]  # type: ignore[index]  # a process sink
+        place = self.program.places_at(op.node.meta.loc)[0]  # a process sink: one place
         return tuple(w.states[place][op.idx][0])
 
     def _check_determinism(self, w: World, choices: list[int]) -> None:
@@ -365,9 +370,22 @@ class Simulator:
     ) -> int:
         """Run `scenario` once per choice sequence; return how many executions were explored.
 
-        With `reduce` (partial-order reduction, see `world.py`), interleavings that only
-        reorder actions at different places are explored once; `self.pruned` counts the
-        executions abandoned as repeats (not included in the result).
+        With `reduce` (partial-order reduction, `por.py`), schedules that differ only in the
+        order of independent actions form one equivalence class, and one execution per class
+        is explored. What the counters say afterwards:
+
+        * the result (`self.executions`): complete executions explored. With reduction no
+          two of them are equivalent: each is the one representative of its class;
+        * `self.pruned`: equivalent branches pruned. A branch is a state of the walk and
+          an action the sleep set did not let run there (or, for a tick woken only for its
+          new input, its runs taking nothing new): every schedule starting that way is
+          equivalent to an explored execution, so none of them was run. Each branch is
+          counted once (at the first execution reaching its state) and holds at least one
+          complete schedule, so `executions + pruned` is at most the number of executions
+          without reduction (equal when each pruned branch holds exactly one schedule);
+        * `self.abandoned`: partial executions stopped because every next action was
+          asleep (their branches are counted in `pruned`); they cost running time, and
+          count against `max_executions` with the complete ones.
 
         With `crashes` (True, or a number of crashes per execution), every tick run may
         also crash at each of Spark's fault points and be replayed (`crash.py`); each
@@ -380,7 +398,7 @@ class Simulator:
         call = self._caller(scenario)
         self._mode(crashes, reduce)
         prefix: list[int] | None = []
-        self.executions = self.pruned = 0
+        self.executions = self.pruned = self.abandoned = 0
         while prefix is not None:
             ch = PrefixChooser(prefix)
             try:
@@ -388,7 +406,7 @@ class Simulator:
                 self.executions += 1
                 self._check_determinism(w, ch.choices)
             except Pruned:
-                self.pruned += 1
+                self.abandoned += 1
             except _PASSTHROUGH:
                 raise
             except BaseException as e:
@@ -399,7 +417,9 @@ class Simulator:
                     ch.choices,
                     f"hydrolite simulation failed: exhaustive exploration, execution #{self.executions}",
                 ) from e
-            if self.executions + self.pruned >= max_executions:
+            if self._world is not None:
+                self.pruned += self._world.hidden
+            if self.executions + self.abandoned >= max_executions:
                 raise ExplorationLimit(
                     f"exhaustive exploration stopped after {max_executions} executions; use fuzz() or smaller inputs"
                 )

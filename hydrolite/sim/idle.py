@@ -87,7 +87,7 @@ def _probe(w: World, tp: TickPlan, p: int) -> bool:
                 last = st[x.idx][0]
                 if last is UNSET or not same_value(last, v):
                     return True
-            elif x.exit(w, st, vals) is not NOTHING:  # type: ignore[attr-defined]
+            elif x.exit(w, st, vals) is not NOTHING:
                 return True
         for c in tp.commits:
             assert isinstance(c, (DeferTickOp, CycleSinkOp))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ..ir.meta import Kind
 from ..ir.nodes import Sink
 from .errors import NoMoreOutput, SimUsageError
+from .por import sink_resource
 from .values import render
 
 if TYPE_CHECKING:
@@ -64,7 +65,10 @@ class Sender(Generic[T]):
         self._place = place
         self.port: str = op.port
         meta = op.node.meta
-        expected: Any = tuple[meta.key, meta.elem] if meta.kind is Kind.KEYED_STREAM else meta.elem  # type: ignore[name-defined]
+        # tuple[key, elem] built at run time (the subscript form is not a type mypy can check)
+        expected: Any = (
+            types.GenericAlias(tuple, (meta.key, meta.elem)) if meta.kind is Kind.KEYED_STREAM else meta.elem
+        )
         if meta.kind is Kind.KEYED_STREAM and (meta.key is None or meta.elem is None):
             expected = tuple
         self._expects = declared if declared is not None else expected
@@ -123,7 +127,7 @@ class Receiver(Generic[T]):
         x: T = s[0][s[1]]
         s[1] += 1
         if w.sleep:
-            w.wake((("sink", self._place, self._op.idx),))
+            w.wake((sink_resource(self._place, self._op.idx),))
         if w.trace is not None:
             w.trace.append(("recv", self.port, w.prog.places[self._place].label, x))
         return x
@@ -136,7 +140,7 @@ class Receiver(Generic[T]):
         out: list[T] = s[0][s[1] :]
         s[1] = len(s[0])
         if w.sleep:
-            w.wake((("sink", self._place, self._op.idx),))
+            w.wake((sink_resource(self._place, self._op.idx),))
         if w.trace is not None and out:
             w.trace.append(("recv", self.port, w.prog.places[self._place].label, out))
         return out

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
 from ..ir.graph import Flow
-from ..ir.ids import ClusterId, ProcessId, TickId, TopId, top_of
+from ..ir.ids import ClusterId, LocId, ProcessId, TickId, TopId, top_of
 from ..ir.meta import Kind
 from ..ir.roles import Role, role_of
 from .asynchrony import EdgeBufferOp, KeyedSnapshotOp, buffer_edges, per_key_candidate
 from .errors import SimUsageError
 from .ops_time import (
+    AllTicksOp,
     AssumeOrderingOp,
     CycleSinkOp,
     CycleSourceOp,
@@ -29,6 +30,11 @@ from .ops_time import (
     SourceOp,
 )
 from .registry import Op, evaluator_for
+
+if TYPE_CHECKING:
+    from .actions import ActionTable
+    from .crash import CrashInfo
+    from .por import Footprints
 
 DEFAULT_CLUSTER_SIZE = 2
 
@@ -50,8 +56,8 @@ class TickPlan:
     places: list[int]
     entries: list[Entry] = field(default_factory=list)
     body: list[Op] = field(default_factory=list)  # BODY and CARRIED ops, inputs first
-    exits: list[Op] = field(default_factory=list)  # top-level readers of this tick
-    commits: list[Op] = field(default_factory=list)  # DeferTick / CycleSink: end-of-run updates
+    exits: list[AllTicksOp | LatestOp] = field(default_factory=list)  # top-level readers of this tick
+    commits: list[DeferTickOp | CycleSinkOp] = field(default_factory=list)  # end-of-run updates
     deferred: list[DeferTickOp] = field(default_factory=list)  # stream defers (keep the tick busy)
 
     @property
@@ -77,8 +83,15 @@ class Program:
     deterministic_sinks: list[str]  # sinks whose type promises determinism and are untainted
     has_carried: bool
     bridges: dict[int, list[Op]] = field(default_factory=dict)  # carried op -> latest() exits reading it
-    footprints: Any = None  # por.Footprints, built by the first reduced execution
-    crash_info: Any = None  # crash.CrashInfo, built by the first execution with crashes
+    footprints: Footprints | None = None  # built by the first reduced execution
+    crash_info: CrashInfo | None = None  # built by the first execution with crashes
+    action_table: ActionTable | None = None  # built by the first execution
+
+    def places_at(self, loc: LocId) -> list[int]:
+        """The places running top-level location `loc` (one per cluster member)."""
+        if isinstance(loc, TickId):
+            raise SimUsageError(f"{loc} is a tick, not a process or cluster: it has no places of its own")
+        return self.places_of[loc]
 
 
 _PUSH_FROM = {Role.TOP, Role.STATIC, Role.EXIT}  # producers of top-level values
@@ -249,7 +262,11 @@ def _tick_plans(flow: Flow, ops: list[Op], places_of: dict[TopId, list[int]]) ->
                 p.deferred.append(op)
         elif op.role is Role.EXIT:
             src = ops[op.ins[0]].node.meta.loc
-            assert isinstance(src, TickId)
+            if not isinstance(src, TickId) or not isinstance(op, (AllTicksOp, LatestOp)):
+                raise SimUsageError(
+                    f"{op.node.op}() at {op.node.site} reads a tick at top level, but the simulator runs only "
+                    "all_ticks(), latest() and release_aligned() as a tick's exits; leave the tick with one of them"
+                )
             plan(src).exits.append(op)
     order = {t: i for i, t in enumerate(flow.ticks)}
     return sorted(plans.values(), key=lambda p: (order.get(p.tick, len(order)), p.tick.index))

@@ -63,7 +63,8 @@ def format_trace(events: list[tuple[Any, ...]]) -> list[str]:
             out.extend("      " + line for line in _where(ev[3]))
         elif tag == "crash":
             out.append(
-                f"  * CRASH at {ev[1]}: the process restarted from its last committed tick; the run was replayed with the same input"
+                f"  * CRASH at {ev[1]}: the process restarted from its last committed micro-batch; "
+                "the crashed one was replayed with the same input"
             )
             for node in ev[2]:
                 out.extend("      " + line for line in _where(node))

@@ -15,10 +15,11 @@ Execution model:
   waits for an output (`Receiver.next()` and friends), one at a time; when several are
   possible, which one runs is a choice.
 * Partial-order reduction (exhaustive mode, `por=True`): independent actions commute
-  (`por.py`: different places, a tick run and a delivery into its batch, replies from
-  different cluster members into a keyed batch, ...), so after exploring action a, its
-  later siblings explore with a *asleep* (sleep sets) until something dependent on a
-  happens (an action, or the test sending or receiving, whose footprint conflicts). An
+  (`por.py`: different places, a tick run and a delivery into its batch, writes of
+  different keys to a keyed batch / per-key operator / per-key snapshot, ...), so after
+  exploring action a, its later siblings explore with a *asleep* (sleep sets) until
+  something dependent on a happens (an action, or the test sending or receiving, whose
+  footprint conflicts). Each action kept from running is a pruned branch (`hidden`); an
   execution whose every next action is asleep repeats an explored one and is abandoned
   (`Pruned`).
 * A tick is runnable when running it observes something new: a batch can release an
@@ -39,19 +40,18 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir.roles import Role
 from ..locations.locations import MemberId
+from .actions import Action, ChannelKey, Deliver, RunTick, table_of
 from .asynchrony import EdgeBufferOp
 from .errors import ExplorationLimit, Pruned, SimUsageError
 from .idle import idle_run_changes
-from .por import Footprints, dependent
+from .por import Footprints, dependent, element_key
 from .program import Program, TickPlan
 from .registry import Op
 from .values import NOTHING, UNSET, render
 
 if TYPE_CHECKING:
     from .ops_time import AssumeOrderingOp, SendOp, SourceOp
-
-Action = tuple[Any, ...]
-ChannelKey = tuple["SendOp", int, int]
+    from .por import Resource
 
 
 class World:
@@ -60,6 +60,7 @@ class World:
     __slots__ = (
         "prog", "states", "cur", "choose", "trace", "channels", "steps", "max_steps", "ctx", "sends", "runs", "por", "sleep",
         "filtered", "idle", "starved", "fairness", "busy_note", "marks", "total_runs", "run_limit", "fp", "fp_memo",
+        "table", "hidden", "choice_log", "seen_before",
     )  # fmt: skip
 
     def __init__(
@@ -79,13 +80,17 @@ class World:
         self.busy_note = ""  # why a tick without new input stayed runnable (for ExplorationLimit)
         self.sleep: list[Action] = []
         self.fp: Footprints | None = None
-        self.fp_memo: dict[Action, tuple[Any, ...]] = {}
+        self.fp_memo: dict[Action, tuple[Resource, ...]] = {}
+        self.table = table_of(prog)
         if por:
             if prog.footprints is None:
                 prog.footprints = Footprints(prog)
             self.fp = prog.footprints
             self.fp_memo = prog.footprints.memo_actions
         self.filtered = False  # whether the sleep set ever hid an action (choices then depend on it)
+        self.hidden = 0  # branches the sleep set cut off in this execution (see Simulator.pruned)
+        self.choice_log: list[int] = []  # the chooser's choices so far (set by the Simulator)
+        self.seen_before = 0  # a state reached with fewer choices was visited by an earlier execution
         self.choose = choose
         self.marks: dict[Action, list[Any]] = {}  # sleeping tick -> its entries' marks when it fell asleep
         self.total_runs = 0
@@ -153,10 +158,15 @@ class World:
         self.ctx = ("send", op, p, x)
         self.sends.append((op.port, p, x))
         if self.sleep:
-            self.wake(self.fp.send(op, p) if self.fp is not None else ())
+            self.wake(self.fp.send(op, p, x) if self.fp is not None else ())
         if self.trace is not None:
             self.trace.append(("send", op.port, self.prog.places[p].label, x))
-        self.propagate(op, p, [x])
+        self.propagate_top(op, p, [x])
+
+    def propagate_top(self, op: Op, p: int, delta: Any) -> None:
+        """Propagate a delta that enters the top level from outside a tick run (a send, a
+        delivery, a release): what `crash.CrashWorld` makes a crash point."""
+        self.propagate(op, p, delta)
 
     def propagate(self, op: Op, p: int, out: Any) -> None:
         """Push `op`'s output delta to its top-level consumers at place `p`, recursively."""
@@ -180,7 +190,7 @@ class World:
         from ..ir.nodes import SendMode
 
         member = self.prog.places[p].member
-        dests = self.prog.places_of[op.dest]  # type: ignore[index]
+        dests = self.prog.places_at(op.dest)
         wrap: Callable[[Any], Any] = (lambda v: v) if member is None else (lambda v: (MemberId(member), v))
         if op.mode is SendMode.DEMUX:
             if type(x) is not tuple or len(x) != 2:
@@ -210,9 +220,11 @@ class World:
                 for a in acts:
                     if a not in sleep:
                         awake.append(a)
-                    elif a[0] == 0 and self._regrown(a):
+                    elif isinstance(a, RunTick) and self._regrown(a):
                         awake.append(a)  # asleep for what it had; awake for what came since
                         floors[a] = self.marks[a]
+                if len(self.choice_log) >= self.seen_before:  # a state no earlier execution counted
+                    self.hidden += len(acts) - len(awake) + len(floors)
                 if not awake:
                     raise Pruned()
                 self.filtered = self.filtered or len(awake) < len(acts)
@@ -222,18 +234,18 @@ class World:
         if self.por:
             here = self.footprint(a)
             for b in acts[:i]:  # explored from this state: asleep for everything pending now
-                if b[0] == 0:
-                    self.marks[b] = [e.mark(self.states[b[2]]) for e in b[1].entries]
+                if isinstance(b, RunTick):
+                    self.marks[b] = [e.mark(self.states[b.place]) for e in b.tick.entries]
             kept = dict.fromkeys(self.sleep + acts[:i])
             self.sleep = [b for b in kept if not dependent(self.footprint(b), here)]
         if self.trace is not None and len(acts) > 1:
             self.trace.append(("choice", [self.action_label(x) for x in acts], i))
-        if a[0] == 0:
-            self.run_tick(a[1], a[2], floors.get(a))
-        elif a[0] == 1:
-            self.deliver(a[1])
+        if isinstance(a, RunTick):
+            self.run_tick(a.tick, a.place, floors.get(a))
+        elif isinstance(a, Deliver):
+            self.deliver(a.channel)
         else:
-            self.release(a[1], a[2])
+            self.release(a.op, a.place)
         return True
 
     def _busy_message(self) -> str:
@@ -253,21 +265,31 @@ class World:
         )
         return f"the execution did not quiesce after {self.max_steps} scheduler steps{who}{note}"
 
-    def _regrown(self, a: Action) -> bool:
+    def _regrown(self, a: RunTick) -> bool:
         """A sleeping tick whose entries received something since it fell asleep."""
         mark = self.marks.get(a)
-        st = self.states[a[2]]
-        return mark is not None and any(e.grown(st, m) for e, m in zip(a[1].entries, mark, strict=True))
+        st = self.states[a.place]
+        return mark is not None and any(e.grown(st, m) for e, m in zip(a.tick.entries, mark, strict=True))
 
-    def footprint(self, a: Action) -> tuple[Any, ...]:
-        """The resources action `a` writes (cached per program; see `por.py`)."""
+    def footprint(self, a: Action) -> tuple[Resource, ...]:
+        """The resources action `a` writes (cached per program; see `por.py`). A delivery
+        whose element's key matters is cached per key (its head stays put while it waits)."""
         fp = self.fp_memo.get(a)
-        if fp is None:
-            assert self.fp is not None
-            fp = self.fp_memo[a] = self.fp.action(a)
+        if fp is not None:
+            return fp
+        footprints = self.fp
+        assert footprints is not None
+        if isinstance(a, Deliver) and footprints.keyed(a.channel[0]):
+            head = self.channels[a.channel][0]
+            k = (a, element_key(head))
+            fp = footprints.memo_keyed.get(k)
+            if fp is None:
+                fp = footprints.memo_keyed[k] = footprints.action(a, head)
+            return fp
+        fp = self.fp_memo[a] = footprints.action(a)
         return fp
 
-    def wake(self, written: tuple[Any, ...]) -> None:
+    def wake(self, written: tuple[Resource, ...]) -> None:
         """The test wrote `written` (a send) or read it (a receive): wake what depends on it."""
         self.sleep = [b for b in self.sleep if not dependent(self.footprint(b), written)]
 
@@ -279,17 +301,18 @@ class World:
     def actions(self) -> list[Action]:
         """Everything the scheduler could do next, in a deterministic order."""
         acts: list[Action] = []
-        for tp in self.prog.ticks:
-            for p in tp.places:
-                if self.runnable(tp, p):
-                    acts.append((0, tp, p))
+        table = self.table
+        for tp, runs in table.ticks:
+            for run in runs:
+                if self.runnable(tp, run.place):
+                    acts.append(run)
         for key, q in self.channels.items():
             if q:
-                acts.append((1, key))
-        for op in self.prog.orderings:
-            for p in self.prog.places_of[op.node.meta.loc]:  # type: ignore[index]
-                if self.states[p][op.idx]:
-                    acts.append((2, op, p))
+                acts.append(table.deliver(key))
+        for op, releases in table.releases:
+            for rel in releases:
+                if self.states[rel.place][op.idx]:
+                    acts.append(rel)
         return acts
 
     def runnable(self, tp: TickPlan, p: int) -> bool:
@@ -368,11 +391,11 @@ class World:
                 vals[op.idx] = op.tick(self, st, vals)
         outs: list[tuple[Op, Any]] = []
         for x in tp.exits:
-            v = x.exit(self, st, vals)  # type: ignore[attr-defined]
+            v = x.exit(self, st, vals)
             if v is not NOTHING:
                 outs.append((x, v))
         for c in tp.commits:
-            c.commit(st)  # type: ignore[attr-defined]
+            c.commit(st)
         self.idle.pop((id(tp), p), None)
         return outs
 
@@ -410,7 +433,7 @@ class World:
         self.ctx = ("deliver", op, src, dst, x)
         if self.trace is not None:
             self.trace.append(("deliver", op.node, self.prog.places[src].label, self.prog.places[dst].label, x))
-        self.propagate(op, dst, [x])
+        self.propagate_top(op, dst, [x])
 
     def release(self, op: AssumeOrderingOp | EdgeBufferOp, p: int) -> None:
         """Release the next element of a top-level assume_ordering buffer, or deliver the
@@ -421,7 +444,7 @@ class World:
                 self.trace.append(("edge", op.label(), self.prog.places[p].label, op.node, self.states[p][op.idx][0]))
             else:
                 self.trace.append(("order", op.node, self.prog.places[p].label))
-        self.propagate(op, p, op.release(self, self.states[p]))
+        self.propagate_top(op, p, op.release(self, self.states[p]))
 
     # ------------------------------------------------------------- reporting
     def note_release(self, op: Op, value: Any, note: str) -> None:
@@ -431,16 +454,17 @@ class World:
 
     def action_label(self, a: Action) -> str:
         """A short description of a scheduler action."""
-        if a[0] == 0:
-            return f"run {a[1].label} on {self.prog.places[a[2]].label}"
-        if a[0] == 1:
-            op, src, dst = a[1]
-            head = render(self.channels[a[1]][0])
-            return f"deliver {head} from {self.prog.places[src].label} to {self.prog.places[dst].label} ({op.node.op}() at {op.node.site})"
-        if isinstance(a[1], EdgeBufferOp):
-            head = render(self.states[a[2]][a[1].idx][0])
-            return f"deliver {head} on {a[1].label()} on {self.prog.places[a[2]].label}"
-        return f"release from assume_ordering() at {a[1].node.site} on {self.prog.places[a[2]].label}"
+        places = self.prog.places
+        if isinstance(a, RunTick):
+            return f"run {a.tick.label} on {places[a.place].label}"
+        if isinstance(a, Deliver):
+            op, src, dst = a.channel
+            head = render(self.channels[a.channel][0])
+            return f"deliver {head} from {places[src].label} to {places[dst].label} ({op.node.op}() at {op.node.site})"
+        if isinstance(a.op, EdgeBufferOp):
+            head = render(self.states[a.place][a.op.idx][0])
+            return f"deliver {head} on {a.op.label()} on {places[a.place].label}"
+        return f"release from assume_ordering() at {a.op.node.site} on {places[a.place].label}"
 
     def where_text(self) -> str:
         """What the execution was doing (for error messages)."""

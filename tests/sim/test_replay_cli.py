@@ -112,7 +112,12 @@ def test_cli_explores_and_replays_a_decorated_test(
 def test_cli_modes_and_usage_errors(user_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     aligned = str(Path(counter.__file__))
     assert sim_main(["user_checks.py:stale_read", "--program", aligned]) == 0
-    assert "every schedule passed: 1 executions explored" in capsys.readouterr().out
+    assert (
+        "every schedule passed: 1 executions explored, one per equivalence class of schedules; "
+        "0 branches of equivalent schedules pruned (0 partial executions abandoned)"
+    ) in capsys.readouterr().out
+    assert sim_main(["user_checks.py:stale_read", "--program", aligned, "--no-reduce"]) == 0
+    assert "every schedule passed: 1 executions explored (every interleaving, no reduction)" in capsys.readouterr().out
     assert sim_main(["user_checks.py:stale_read", "--program", aligned, "--fuzz", "20", "--seed", "4"]) == 0
     assert "20 random executions passed (seed 4)" in capsys.readouterr().out
     assert sim_main(["user_checks.py:nope"]) == 2
