@@ -35,8 +35,8 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import pyarrow as pa  # type: ignore[import-untyped]  # noqa: E402
-import pyarrow.parquet as pq  # type: ignore[import-untyped]  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
 CLIENTS = 1000
 

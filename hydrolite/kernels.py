@@ -87,8 +87,8 @@ def immutable(v: object) -> bool:
     t = type(v)
     if t in _ATOMS:
         return True
-    if t is tuple:
-        return all(immutable(x) for x in v)  # type: ignore[attr-defined]
+    if t is tuple and isinstance(v, tuple):  # exactly a tuple: a subclass may hold mutable state
+        return all(immutable(x) for x in v)
     return False
 
 
@@ -137,8 +137,7 @@ def filter_map_results(f: Callable[[V], U | None], xs: Sequence[V]) -> tuple[lis
 
 def filter_map_values(f: Callable[[V], U | None], xs: Sequence[V]) -> list[U]:
     """filter_map(f): the results of f that are not None, in order."""
-    kept, ys = filter_map_results(f, xs)
-    return list(compress(ys, kept))  # type: ignore[arg-type]
+    return [y for y in map_values(f, xs) if y is not None]
 
 
 def flat_map_groups(f: Callable[[V], Iterable[U]], xs: Sequence[V]) -> list[list[U]]:
@@ -198,10 +197,10 @@ def filter_keyed(f: Callable[[V], object], kvs: Sequence[Pair[K, V]]) -> list[Pa
 def filter_map_keyed(f: Callable[[V], U | None], kvs: Sequence[Pair[K, V]]) -> list[Pair[K, U]]:
     """filter_map(f) on (key, value) pairs: (key, f(value)) where that is not None."""
     try:
-        kept, ys = filter_map_results(f, _values(kvs))
+        ys = map_values(f, _values(kvs))
     except KernelError as e:
         raise e.at(kvs) from e.cause
-    return [(kv[0], y) for kv, y in compress(zip(kvs, ys), kept)]  # type: ignore[misc]
+    return [(kv[0], y) for kv, y in zip(kvs, ys) if y is not None]
 
 
 def flat_map_keyed(f: Callable[[V], Iterable[U]], kvs: Sequence[Pair[K, V]]) -> list[Pair[K, U]]:

@@ -7,7 +7,31 @@ from dataclasses import dataclass
 from ._site import CallSite, capture_site
 from .errors import BuildError
 
-_PLACEHOLDERS = frozenset({"todo", "tbd", "fixme", "...", "nondet", "xxx", "?"})
+# Reasons that stand in for a justification, compared after strip + casefold with runs of
+# whitespace made one space and trailing ":.!-" removed. The one list: `nondet()` rejects
+# them at build time and hydrolite-lint reports them as HL003 before the program runs.
+PLACEHOLDERS = frozenset(
+    {
+        *("todo", "tbd", "tba", "fixme", "xxx", "hack", "wip", "later", "placeholder"),
+        *("...", "…", "?", "??", "???", "-", "--", "_", "x"),
+        *("nondet", "non-det", "nondeterministic", "non-deterministic"),
+        *("reason", "why", "because", "explain", "fill me", "fill in"),
+        *("n/a", "na", "none", "null", "test", "temp", "tmp", "ok", "fine", "whatever", "idk"),
+    }
+)
+# ... and reasons that begin with one of these as a word ("TODO - fill in", "fixme: later").
+PLACEHOLDER_PREFIXES = ("todo", "tbd", "fixme", "xxx")
+
+
+def is_placeholder(reason: str) -> bool:
+    """True when `reason` is a stand-in rather than a justification (see PLACEHOLDERS)."""
+    norm = " ".join(reason.strip().casefold().split()).rstrip(":.!-")
+    if not any(c.isalnum() for c in norm) or norm in PLACEHOLDERS:
+        return True
+    return any(
+        norm.startswith(prefix) and (len(norm) == len(prefix) or not norm[len(prefix)].isalnum())
+        for prefix in PLACEHOLDER_PREFIXES
+    )
 
 
 @dataclass(frozen=True)
@@ -35,8 +59,7 @@ def nondet(reason: str) -> NonDet:
             fix='write nondet("queries may be answered in any grouping")',
             site=site,
         )
-    words = reason.strip().lower().rstrip(".:!-")
-    if not any(c.isalnum() for c in reason) or words in _PLACEHOLDERS:
+    if is_placeholder(reason):
         raise BuildError(
             "nondet()",
             required="a non-empty reason that is not a placeholder",

@@ -192,11 +192,8 @@ class Checker:
     def __init__(self, ctx: MethodSigContext, recv: LiveType) -> None:
         self.ctx = ctx
         self.recv = recv
-        self.callee = (
-            ctx.context.callee  # type: ignore[attr-defined]
-            if isinstance(getattr(ctx.context, "callee", None), MemberExpr)
-            else ctx.context
-        )
+        callee = getattr(ctx.context, "callee", None)  # the `recv.method` of a call expression
+        self.callee: Context = callee if isinstance(callee, MemberExpr) else ctx.context
 
     def fmt(self, t: ProperType) -> str:
         return format_type_bare(t, self.ctx.api.options)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +108,7 @@ def _fn_name(f: Any) -> str:
     code = getattr(f, "__code__", None)
     name = getattr(f, "__qualname__", None) or type(f).__name__
     if code is not None and name.endswith("<lambda>"):
-        return f"<lambda@{os.path.basename(code.co_filename)}:{code.co_firstlineno}>"
+        return f"<lambda@{CallSite(code.co_filename, code.co_firstlineno).label}>"
     return str(name)
 
 
@@ -142,7 +141,7 @@ def dump_nodes(nodes: list[Node]) -> str:
             for k, v in n.params().items()
             if not (k == "initial" and render_value(v).startswith("<object")) and not (k == "align" and v is None)
         ]
-        site = f"{os.path.basename(n.site.file)}:{n.site.line}"
+        site = n.site.label
         lines.append(f"%{i:<{width}} = {n.op}({', '.join(args)}) : {n.meta.type_str()}  @ {site}")
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
+from types import GenericAlias
 from typing import Any
 
 from .ids import LocId, TickId
@@ -77,4 +78,4 @@ def pair_type(meta: Meta) -> Any:
     """`tuple[K, V]` for a keyed collection whose key and value types are known, else None."""
     if meta.key is None or meta.elem is None:
         return None
-    return tuple[meta.key, meta.elem]  # type: ignore[name-defined]
+    return GenericAlias(tuple, (meta.key, meta.elem))  # `tuple[key, elem]`, built from runtime types

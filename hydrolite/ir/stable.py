@@ -42,7 +42,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import os
 import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -152,7 +151,7 @@ def identities(nodes: Iterable[n.Node]) -> dict[int, Identity]:
         keys = _tie_break([(base, draft[i][2]) for i in members])
         for i, key in zip(members, keys):
             node = draft[i][0]
-            at = f"{os.path.basename(node.site.file)}:{node.site.line}"
+            at = node.site.label
             out[id(node)] = Identity(key, base, draft[i][2], node.op, at)
     return out
 

@@ -8,37 +8,21 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 from ..ir import nodes as n
 from ..ir.graph import AlignedRegion, Flow, topo_order
 from ..ir.ids import AlignId, LocId, TickId
+from ..ir.union_find import UnionFind
 from ..nondet import NonDet
 from .align_analysis import AlignmentError, PointAnalysis, analyse
 
 __all__ = ["AlignmentError", "align_flow", "carried", "describe_alignment", "merge_ticks"]
 
 
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[TickId, TickId] = {}
-
-    def find(self, t: TickId) -> TickId:
-        while self.parent.setdefault(t, t) != t:
-            t = self.parent[t]
-        return t
-
-    def union(self, a: TickId, b: TickId) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:  # the lower index represents the merged tick (deterministic)
-            lo, hi = sorted((ra, rb), key=lambda t: t.index)
-            self.parent[hi] = lo
-
-
 def merge_ticks(points: dict[AlignId, PointAnalysis]) -> dict[TickId, TickId]:
     """Map every tick read at an active align point to its merged representative."""
-    uf = _UnionFind()
+    uf: UnionFind[TickId] = UnionFind(rank=lambda t: t.index)  # the lowest tick represents a merge
     owner: dict[int, TickId] = {}
     for pa in points.values():
         if not pa.active:
@@ -49,7 +33,7 @@ def merge_ticks(points: dict[AlignId, PointAnalysis]) -> dict[TickId, TickId]:
             if id(node) in owner:
                 uf.union(owner[id(node)], pa.ticks[0])
             owner[id(node)] = pa.ticks[0]
-    return {t: uf.find(t) for t in list(uf.parent)}
+    return {t: uf.find(t) for t in uf.items()}
 
 
 class _Rewriter:
@@ -133,7 +117,7 @@ class _Rewriter:
         key = (id(child), tick)
         if key not in self.entries:
             info = pa.info
-            where = f"{os.path.basename(child.site.file)}:{child.site.line}"
+            where = child.site.label
             what = "any prefix of" if child.meta.kind.streamlike else "any version of"
             why = NonDet(f"{what} {child.op}() at {where} may enter the tick aligned at {info.id}", info.site)
             meta = child.meta.but(loc=tick, bounded=True)
@@ -200,12 +184,12 @@ def describe_alignment(flow: Flow) -> str:
     """Merged ticks, aligned regions and diagnostics of an aligned flow, one per line."""
     lines: list[str] = []
     for r in flow.regions:
-        where = f"{os.path.basename(r.site.file)}:{r.site.line}"
+        where = r.site.label
         merged = ", ".join(str(t) for t in r.merged_ticks)
         lines.append(f"region {r.align} (created at {where}) in {r.tick}; merged ticks: {merged}")
         for x in r.nodes:
             kind = "entry" if isinstance(x, (n.Batch, n.Snapshot)) else "carried"
-            lines.append(f"  {kind}: {x.op}() at {os.path.basename(x.site.file)}:{x.site.line} : {x.meta.type_str()}")
+            lines.append(f"  {kind}: {x.op}() at {x.site.label} : {x.meta.type_str()}")
     for d in flow.diagnostics:
-        lines.append(f"{d.level} [{d.code}] {os.path.basename(d.site.file)}:{d.site.line}: {d.message}")
+        lines.append(f"{d.level} [{d.code}] {d.site.label}: {d.message}")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ Pure functions over a finished `Flow` (docs/design.md §2):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -40,7 +40,7 @@ class PointAnalysis:
     """What the pass learned about one align point."""
 
     info: AlignPointInfo
-    reads: list[n.Node] = field(default_factory=list)  # Batch/Snapshot with align=point
+    reads: list[n.Batch | n.Snapshot] = field(default_factory=list)  # with align=point
     releases: list[n.ReleaseAligned] = field(default_factory=list)
     markers: list[n.AlignedAt] = field(default_factory=list)
     frontier: list[n.Node] = field(default_factory=list)
@@ -50,16 +50,8 @@ class PointAnalysis:
     active: bool = False  # False: the point is a no-op and the graph is left alone
 
     @property
-    def uses(self) -> list[n.Node]:
+    def uses(self) -> list[n.Batch | n.Snapshot | n.ReleaseAligned]:
         return [*self.reads, *self.releases]
-
-
-def _use_of(node: n.Node) -> AlignId | None:
-    if isinstance(node, (n.Batch, n.Snapshot)):
-        return node.align
-    if isinstance(node, n.ReleaseAligned):
-        return node.align
-    return None
 
 
 def collect_uses(flow: Flow) -> dict[AlignId, PointAnalysis]:
@@ -68,17 +60,13 @@ def collect_uses(flow: Flow) -> dict[AlignId, PointAnalysis]:
     for node in flow.nodes():
         if isinstance(node, n.AlignedAt):
             points[node.align].markers.append(node)
-        aid = _use_of(node)
-        if aid is None:
-            continue
-        pa = points[aid]
         if isinstance(node, n.ReleaseAligned):
-            pa.releases.append(node)
-        else:
+            points[node.align].releases.append(node)
+        elif isinstance(node, (n.Batch, n.Snapshot)) and node.align is not None:
+            pa = points[node.align]
             pa.reads.append(node)
-            tick = node.tick  # type: ignore[attr-defined]
-            if tick not in pa.ticks:
-                pa.ticks.append(tick)
+            if node.tick not in pa.ticks:
+                pa.ticks.append(node.tick)
     return points
 
 
@@ -125,7 +113,7 @@ def _noop_warning(pa: PointAnalysis) -> Diagnostic | None:
     return None
 
 
-def _describe(uses: list[n.Node]) -> list[str]:
+def _describe(uses: Sequence[n.Node]) -> list[str]:
     return [f"use: {u.op}() at {u.site}" for u in uses]
 
 
@@ -138,7 +126,7 @@ def analyse_point(pa: PointAnalysis, parents: dict[int, list[n.Node]]) -> Diagno
     if warning is not None:
         return warning
     uses = pa.uses
-    ups = [_upstream(u.input) for u in uses]  # type: ignore[attr-defined]
+    ups = [_upstream(u.input) for u in uses]
     by_id: dict[int, n.Node] = {}
     for _, _, nodes in ups:
         by_id.update(nodes)

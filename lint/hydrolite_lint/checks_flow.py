@@ -165,15 +165,13 @@ class _Entanglement:
         return list(flagged.values())
 
     def issue(self, q: _Batch, s: _Batch) -> Issue:
-        func = q.node.func
-        anchor = func.attr if isinstance(func, cst.Attribute) else q.node
         message = (
             f"`{q.root_text}` is batched into tick `{q.tick_text}` only to read state built there from "
             f"`{s.root_text}`'s batch, entangling the two; give `{q.root_text}` its own tick and read the state "
             f"with .snapshot_aligned(its_tick, align, nondet(...)), releasing `{s.root_text}`'s outputs "
             "with .release_aligned(align)"
         )
-        return Issue("HL032", message, anchor)
+        return Issue("HL032", message, _anchor(q.node))
 
     def released_batches(self, query: _Batch) -> set[_Batch]:
         """Batches that reach an `.all_ticks()` other than through `query`."""
@@ -297,15 +295,18 @@ class _MultiRead(_Entanglement):
         return list(flagged.values())
 
     def multi_read(self, call: CallInfo, a: _Batch, b: _Batch) -> Issue:
-        func = call.node.func
-        anchor = func.attr if isinstance(func, cst.Attribute) else call.node
         message = (
             f"`.{call.method}(...)` combines two plain snapshots in tick `{a.tick_text}` of state computed from "
             f"`{a.root_text}`: each may see a different version, so together they can show a state that never "
             f"existed; create align = <location>.local_align_point() and read both with "
             f".snapshot_aligned({a.tick_text}, align, nondet(...))"
         )
-        return Issue("HL033", message, anchor)
+        return Issue("HL033", message, _anchor(call.node))
+
+
+def _anchor(call: cst.Call) -> cst.CSTNode:
+    """Where a finding about `call` points: the method's name in `x.method(...)`, else the call."""
+    return call.func.attr if isinstance(call.func, cst.Attribute) else call
 
 
 def _is_source(call: cst.Call) -> bool:

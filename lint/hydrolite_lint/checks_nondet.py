@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from hydrolite.nondet import is_placeholder
+
 from .findings import Fix, Issue
 from .model import BUILTIN_NAMES, ArgSlot, Binding, BindingKind, CallInfo, ModuleModel, ScopeKind, literal_text
-from .rules import NON_NONDET_METHODS, NONDET_KEYWORD, NONDET_METHODS, is_placeholder
+from .rules import NON_NONDET_METHODS, NONDET_KEYWORD, NONDET_METHODS
 
 NONDET_FUNCS = frozenset({"hydrolite.nondet", "hydrolite.nondet.nondet"})
 NONDET_TYPES = frozenset({"hydrolite.NonDet", "hydrolite.nondet.NonDet"})

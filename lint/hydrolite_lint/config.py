@@ -14,9 +14,12 @@ if sys.version_info >= (3, 11):
     import tomllib as _toml
 else:  # pragma: no cover - exercised on Python 3.10 only
     try:
-        import tomli as _toml  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        _toml = None
+        import tomli as _toml
+    except ImportError as exc:
+        raise ImportError(
+            "hydrolite-lint on Python 3.10 reads pyproject.toml with the tomli package, a declared "
+            "dependency of hydrolite there: `pip install tomli` (or reinstall hydrolite)"
+        ) from exc
 
 _KEYS = frozenset({"select", "ignore", "exclude", "reexports"})
 
@@ -55,8 +58,6 @@ class Config:
 
 def load_pyproject(path: Path) -> Config | None:
     """The config in `path`, or None when it has no [tool.hydrolite.lint] table."""
-    if _toml is None:  # pragma: no cover
-        raise ConfigError(f"{path}: reading pyproject.toml needs Python 3.11+ or the tomli package")
     try:
         with path.open("rb") as handle:
             data = _toml.load(handle)

@@ -12,10 +12,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-try:  # the codegen state lives in a private module; fall back to the public provider
-    from libcst._nodes.internal import CodegenState
-except ImportError:  # pragma: no cover - depends on the installed libcst
-    CodegenState = None  # type: ignore[assignment,misc]
+# The codegen state lives in a private libcst module: a libcst that moved it fails here, at import.
+from libcst._nodes.internal import CodegenState
 
 
 class _Done(Exception):
@@ -29,8 +27,6 @@ def positions(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> dict[int, tup
     """
     if not nodes:
         return {}
-    if CodegenState is None:  # pragma: no cover
-        return _with_provider(module, nodes)
     before: dict[int, int] = {}
     after: dict[int, int] = {}
     for node in nodes:
@@ -82,10 +78,3 @@ class _Locator(CodegenState):
         self.found[target] = (self.line, self.col)
         if len(self.found) == self.wanted:
             raise _Done
-
-
-def _with_provider(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> dict[int, tuple[int, int]]:  # pragma: no cover
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    found = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return {id(n): (found[n].start.line, found[n].start.column + 1) for n in nodes if n in found}

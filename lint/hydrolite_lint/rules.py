@@ -96,63 +96,6 @@ STATE_READS: dict[str, str] = {
     "get_many_if_present": "argument",
 }
 
-# Placeholder reasons (compared after strip + casefold, trailing ":.!" removed).
-PLACEHOLDERS = frozenset(
-    {
-        "todo",
-        "tbd",
-        "tba",
-        "fixme",
-        "xxx",
-        "hack",
-        "...",
-        "…",
-        "?",
-        "??",
-        "???",
-        "-",
-        "--",
-        "_",
-        "x",
-        "nondet",
-        "non-det",
-        "nondeterministic",
-        "non-deterministic",
-        "reason",
-        "why",
-        "because",
-        "placeholder",
-        "n/a",
-        "na",
-        "none",
-        "null",
-        "wip",
-        "later",
-        "fill me",
-        "fill in",
-        "explain",
-        "test",
-        "temp",
-        "tmp",
-        "ok",
-        "fine",
-        "whatever",
-        "idk",
-    }
-)
-PLACEHOLDER_PREFIXES = ("todo", "tbd", "fixme", "xxx")
-
-
-def is_placeholder(reason: str) -> bool:
-    """True when `reason` is a stand-in rather than a justification."""
-    norm = " ".join(reason.strip().casefold().split()).rstrip(":.!")
-    if not norm or norm in PLACEHOLDERS or set(norm) <= set(".?…-_*"):
-        return True
-    for prefix in PLACEHOLDER_PREFIXES:
-        if norm.startswith(prefix) and (len(norm) == len(prefix) or not norm[len(prefix)].isalnum()):
-            return True
-    return False
-
 
 def code_matches(code: str, patterns: Iterable[str]) -> bool:
     """flake8/ruff-style prefix selection: "HL" matches every rule, "HL01" the HL01x rules."""

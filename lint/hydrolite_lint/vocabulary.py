@@ -37,8 +37,10 @@ def _api_classes() -> list[type]:
 
 def _nondet_index(fn: object) -> int | None:
     """The 0-based position (after self) of the parameter annotated `NonDet`, if any."""
+    if not callable(fn):
+        return None
     try:
-        params = list(inspect.signature(fn).parameters.values())[1:]  # type: ignore[arg-type]
+        params = list(inspect.signature(fn).parameters.values())[1:]
     except (TypeError, ValueError):
         return None
     for i, p in enumerate(params):

@@ -159,18 +159,30 @@ class _Walker:
         use = NameUse(node, self.scope, self.tick(), self.slots.get(id(node)), self.path, self.loops)
         self.uses.setdefault(node.value, []).append(use)
 
-    def bind(self, name: cst.Name, kind: BindingKind, **extra: object) -> Binding:
+    def bind(
+        self,
+        name: cst.Name,
+        kind: BindingKind,
+        *,
+        value: cst.BaseExpression | None = None,
+        qualname: str | None = None,
+        annotation: cst.BaseExpression | None = None,
+        definition: cst.FunctionDef | None = None,
+    ) -> Binding:
         binding = Binding(
             name.value,
             kind,
             self.scope,
             self.tick(),
             name,
+            value=value,
+            qualname=qualname,
+            annotation=annotation,
+            definition=definition,
             stmt=self.stmt,
             small_stmt=self.small,
             path=self.path,
             loops=self.loops,
-            **extra,  # type: ignore[arg-type]
         )
         self.scope.bindings.setdefault(name.value, []).append(binding)
         if kind is BindingKind.ASSIGN and binding.value is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import traceback
+from collections.abc import Callable
 
 import pytest
 
@@ -23,7 +24,7 @@ from hydrolite.planner.spark.verify import VerifyError
 from hydrolite.sim.errors import ExplorationLimit, SimUsageError
 
 
-def _subclasses(cls: type) -> set[type]:
+def _subclasses(cls: type[HydroliteError]) -> set[type[HydroliteError]]:
     out = set(cls.__subclasses__())
     for c in list(out):
         out |= _subclasses(c)
@@ -72,8 +73,8 @@ def test_a_user_function_error_pickles_as_itself() -> None:
 @pytest.mark.parametrize(
     "make", [_failure, lambda: BadDataError("input 'x': /d/1.json, line 2: field 'v': expected int, found str")]
 )
-def test_a_worker_error_is_rebuilt_from_the_text_spark_carries(make: object) -> None:
-    err = make()  # type: ignore[operator]
+def test_a_worker_error_is_rebuilt_from_the_text_spark_carries(make: Callable[[], SparkRunError]) -> None:
+    err = make()
     try:
         raise err
     except SparkRunError as exc:

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,10 +62,15 @@ class Point(NamedTuple):
     y: int
 
 
-def check(t: Any, x: Any) -> Any:
+def htype(t: Any) -> HType:
+    """The HType of annotation `t`; these tests use only types that have one."""
     ht = from_python(t)
-    assert ht is not None
-    return json_check(ht, UTC)(x)
+    assert ht is not None, f"{t!r} has no native HType"
+    return ht
+
+
+def check(t: Any, x: Any) -> Any:
+    return json_check(htype(t), UTC)(x)
 
 
 def rejected(t: Any, x: Any) -> Rejection:
@@ -102,7 +107,7 @@ def rejected(t: Any, x: Any) -> Rejection:
 def test_a_value_of_another_json_type_is_rejected(t: Any, x: Any, found: str) -> None:
     r = rejected(t, x)
     assert r.found == found and r.path == []
-    assert r.expected.startswith(from_python(t).describe())  # type: ignore[union-attr]
+    assert r.expected.startswith(htype(t).describe())
 
 
 def test_accepted_forms_of_each_primitive() -> None:
@@ -117,13 +122,13 @@ def test_accepted_forms_of_each_primitive() -> None:
 
 def test_null_or_missing_only_where_the_type_is_optional() -> None:
     assert rejected(int, None).found == "null"
-    layout = Layout.of(from_python(int), from_python(str))  # type: ignore[arg-type]
+    layout = Layout.of(htype(int), htype(str))
     record = json_record(layout, UTC)
     with pytest.raises(Rejection) as info:
         record({"value": 1})
     assert (info.value.field, info.value.expected, info.value.found) == ("key", "str", "nothing (the field is missing)")
-    assert json_record(Layout.of(from_python(int | None), from_python(str)), UTC)({"key": "a"}) == ("a", None)  # type: ignore[arg-type]
-    assert json_record(Layout.of(from_python(type(None)), from_python(str)), UTC)({"key": "a"}) == ("a", None)  # type: ignore[arg-type]
+    assert json_record(Layout.of(htype(int | None), htype(str)), UTC)({"key": "a"}) == ("a", None)
+    assert json_record(Layout.of(htype(type(None)), htype(str)), UTC)({"key": "a"}) == ("a", None)
 
 
 def test_nested_rejections_name_the_field_path() -> None:
@@ -138,7 +143,7 @@ def test_nested_rejections_name_the_field_path() -> None:
 
 
 def test_a_json_line_must_be_one_object_of_the_layout() -> None:
-    record = json_record(Layout.of(from_python(int), from_python(str)), UTC)  # type: ignore[arg-type]
+    record = json_record(Layout.of(htype(int), htype(str)), UTC)
     assert record(parse_json('{"key": "a", "value": 1}')) == ("a", 1)
     for text, found in [
         ('["a", 1]', 'array ["a", 1]'),
@@ -224,8 +229,7 @@ VALUES: dict[Any, Any] = {
 
 @pytest.mark.parametrize("t", TYPES, ids=str)
 def test_every_supported_type_reads_back_what_spark_wrote(t: Any) -> None:
-    ht = from_python(t)
-    assert ht is not None
+    ht = htype(t)
     value = VALUES[t]
     layout = Layout.of(ht, None)  # a tuple / record is its own columns, else one `value`
     body = spark_json(ht, ht.encode(value))
@@ -242,8 +246,7 @@ def test_pickled_elements_read_from_base64() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))), max_size=6))
 def test_optional_values_round_trip(pairs: list[tuple[str, int | None]]) -> None:
-    t = from_python(dict[str, int | None])
-    assert t is not None
+    t = htype(dict[str, int | None])
     got = json_check(t, UTC)(json.loads(json.dumps(dict(pairs))))
     assert dict(got) == dict(pairs)
 
@@ -274,7 +277,7 @@ def test_csv_fields_split_as_spark_writes_them() -> None:
 
 
 def test_csv_header_is_matched_by_name() -> None:
-    layout = Layout.of(from_python(int), from_python(str))  # type: ignore[arg-type]
+    layout = Layout.of(htype(int), htype(str))
     record = csv_record(layout, UTC)
     order = csv_header(layout, ["value", "key"])
     assert record(["5", "a"], order) == ("a", 5) == record(["a", "5"], csv_header(layout, ["key", "value"]))
@@ -292,10 +295,10 @@ def test_csv_header_is_matched_by_name() -> None:
 
 
 def test_csv_text_forms() -> None:
-    assert text_check(from_python(float), UTC)("-1e3") == -1000.0  # type: ignore[arg-type]
-    assert math.isinf(text_check(from_python(float), UTC)("Infinity"))  # type: ignore[arg-type]
-    assert text_check(from_python(bool), UTC)("TRUE") is True  # type: ignore[arg-type]
-    assert text_check(from_python(int | None), UTC)(None) is None  # type: ignore[arg-type]
+    assert text_check(htype(float), UTC)("-1e3") == -1000.0
+    assert math.isinf(text_check(htype(float), UTC)("Infinity"))
+    assert text_check(htype(bool), UTC)("TRUE") is True
+    assert text_check(htype(int | None), UTC)(None) is None
     for t, text in [
         (int, "1.0"),
         (int, " 1"),
@@ -305,9 +308,9 @@ def test_csv_text_forms() -> None:
         (type(None), "x"),
     ]:
         with pytest.raises(Rejection):
-            text_check(from_python(t), UTC)(text)  # type: ignore[arg-type]
+            text_check(htype(t), UTC)(text)
     with pytest.raises(TypeError, match="CSV holds flat text fields only"):
-        text_check(from_python(list[int]), UTC)  # type: ignore[arg-type]
+        text_check(htype(list[int]), UTC)
 
 
 def test_multiline_files() -> None:
@@ -345,15 +348,16 @@ def test_line_numbers_in_every_split(tmp_path: Path, eol: bytes) -> None:
     lines = [b'{"value": %d}' % i if i % 7 else b'{"value": "bad%d"}' % i for i in range(1, 60)]
     data = eol.join(lines) + eol
     uri = write(tmp_path, "f.json", data)
-    parser = FileParser(ParseSpec("p", "json", from_python(int), None))  # type: ignore[arg-type]
-    bad: list[int | None] = []
+    parser = FileParser(ParseSpec("p", "json", htype(int), None))
+    bad: list[int] = []
     for start, split in hadoop_splits(data, [0, 100, 101, 333, 600]).items():
         for raw in split:
             got = parser.line(uri, start, raw)
             if isinstance(got, Bad):
+                assert got.line is not None, "every split knows its line numbers here"
                 assert got.raw == f'{{"value": "bad{got.line}"}}'
                 bad.append(got.line)
-    assert sorted(bad) == [i for i in range(1, 60) if i % 7 == 0]  # type: ignore[type-var]
+    assert sorted(bad) == [i for i in range(1, 60) if i % 7 == 0]
 
 
 def test_breaks_before_counts_across_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,7 +380,7 @@ def test_breaks_before_counts_across_chunks(tmp_path: Path, monkeypatch: pytest.
 def test_csv_header_of_a_later_split_is_read_from_the_file(tmp_path: Path) -> None:
     data = b"\xef\xbb\xbfvalue,key\n1,a\n2,b\nx,c\n"
     uri = write(tmp_path, "f.csv", data)
-    parser = FileParser(ParseSpec("p", "csv", from_python(int), from_python(str)))  # type: ignore[arg-type]
+    parser = FileParser(ParseSpec("p", "csv", htype(int), htype(str)))
     assert parser.line(uri, 16, b"2,b") == ("b", 2)  # another task reads the header line
     got = parser.line(uri, 16, b"x,c")
     assert isinstance(got, Bad) and got.line == 4 and got.reason == "field 'value': expected int, found 'x'"
@@ -390,7 +394,7 @@ def test_csv_header_of_a_later_split_is_read_from_the_file(tmp_path: Path) -> No
 
 def test_bytes_that_are_not_text_and_records_too_long(tmp_path: Path) -> None:
     uri = write(tmp_path, "f.json", b"")
-    parser = FileParser(ParseSpec("p", "json", from_python(str), None, max_bytes=40))  # type: ignore[arg-type]
+    parser = FileParser(ParseSpec("p", "json", htype(str), None, max_bytes=40))
     got = parser.line(uri, 0, b'{"value": "caf\xe9"}')
     assert (
         isinstance(got, Bad)
@@ -399,13 +403,13 @@ def test_bytes_that_are_not_text_and_records_too_long(tmp_path: Path) -> None:
     assert got.raw == '{"value": "caf\ufffd"}'
     long = parser.line(uri, 0, b'{"value": "' + b"x" * 40 + b'"}')
     assert isinstance(long, Bad) and "found a line of 53 bytes" in long.reason and long.line == 2
-    latin = FileParser(ParseSpec("p", "json", from_python(str), None, encoding="latin-1"))  # type: ignore[arg-type]
+    latin = FileParser(ParseSpec("p", "json", htype(str), None, encoding="latin-1"))
     assert latin.line(uri, 0, b'{"value": "caf\xe9"}') == (None, "café")
     assert parser.line(uri, 0, b"   ") is None  # blank lines are not records
 
 
 def test_the_message_says_where_what_and_how_to_fix() -> None:
-    spec = ParseSpec("p", "json", from_python(int), None, source="/data/in")  # type: ignore[arg-type]
+    spec = ParseSpec("p", "json", htype(int), None, source="/data/in")
     msg = bad_record_message(
         spec, Bad("/data/in/f.json", 3, '{"value": "1"}', "field 'value': expected int, found str \"1\"", "value")
     )

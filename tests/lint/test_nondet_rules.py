@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hydrolite_lint.rules import is_placeholder
 
-from .helpers import found, run
+from hydrolite.errors import BuildError
+from hydrolite.nondet import PLACEHOLDERS, is_placeholder, nondet
+
+from .helpers import codes, found, run
 
 
 # ---------------------------------------------------------------------- HL001-HL004
@@ -63,6 +65,20 @@ def test_placeholder_reason(reason: str) -> None:
 )
 def test_real_reason_is_accepted(reason: str) -> None:
     assert found(f"def f(s, t):\n    s.batch(t, nondet({reason!r}))\n", header=True) == []
+
+
+@pytest.mark.parametrize("reason", [*sorted(PLACEHOLDERS), "TODO - fill in", "fixme: later", "###", "Temp."])
+def test_the_runtime_rejects_exactly_what_the_linter_reports(reason: str) -> None:
+    """One list (hydrolite.nondet.PLACEHOLDERS): nondet() fails on what HL003 reports."""
+    with pytest.raises(BuildError, match="not a placeholder"):
+        nondet(reason)
+    assert codes(f"def f(s, t):\n    s.batch(t, nondet({reason!r}))\n", header=True) == ["HL003"]
+
+
+def test_a_real_reason_passes_both() -> None:
+    reason = "todos are processed in any order"
+    assert nondet(reason).reason == reason
+    assert codes(f"def f(s, t):\n    s.batch(t, nondet({reason!r}))\n", header=True) == []
 
 
 def test_placeholder_helper() -> None:

@@ -120,8 +120,8 @@ def test_two_points_sharing_a_tick_merge_transitively() -> None:
     a1, a2 = p.local_align_point(), p.local_align_point()
     t1, t2, t3 = p.tick(), p.tick(), p.tick()
     cx, cy = xs.count(), ys.count()
-    cx.snapshot_aligned(t1, a1, nondet("x")).into_stream().all_ticks().sink("x1")
-    cx.snapshot_aligned(t2, a1, nondet("x")).into_stream().all_ticks().sink("x2")
+    cx.snapshot_aligned(t1, a1, nondet("any version of cx will do")).into_stream().all_ticks().sink("x1")
+    cx.snapshot_aligned(t2, a1, nondet("any version of cx will do")).into_stream().all_ticks().sink("x2")
     cy.snapshot_aligned(t2, a2, nondet("y")).into_stream().all_ticks().sink("y2")
     cy.snapshot_aligned(t3, a2, nondet("y")).into_stream().all_ticks().sink("y3")
     aligned = align_flow(flow.finalize())
@@ -158,6 +158,6 @@ def test_point_of_another_location_is_a_build_error() -> None:
     assert f"{Path(__file__).name}:" in text
     tick = server.tick()
     with pytest.raises(hl.BuildError, match="align point"):
-        xs.count().snapshot_aligned(tick, cast(Any, align), nondet("why"))
+        xs.count().snapshot_aligned(tick, cast(Any, align), nondet("any count will do"))
     with pytest.raises(hl.BuildError, match="align point"):
-        xs.batch_aligned(tick, cast(Any, align), nondet("why"))
+        xs.batch_aligned(tick, cast(Any, align), nondet("any batch will do"))

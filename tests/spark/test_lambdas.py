@@ -134,7 +134,7 @@ def native_kinds(te: TExpr) -> list[str]:
 def run_native_op(spark: SparkSession, kind: str, f: Callable[..., Any], t: HType, values: list[Any]) -> list[Any]:
     """The operator's native (Column) form over `values`, collected in the stream's order."""
     te = translate(f, [TExpr(F.col("v"), t)])
-    return collect_values(_native(_Names(), kind, te, frame_of(spark, values, t)))  # type: ignore[arg-type]
+    return collect_values(_native(_Names(), kind, te, frame_of(spark, values, t)))
 
 
 @pytest.mark.parametrize("name, f, ty, values", CASES, ids=[c[0] for c in CASES])

@@ -14,7 +14,7 @@ import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.runtime import FlowRunner
-from hydrolite.planner.spark.types import OPAQUE, from_python, infer_result, of_value
+from hydrolite.planner.spark.types import OPAQUE, Prim, from_python, infer_result, of_value
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def test_values_roundtrip_through_the_encoding() -> None:
 
 def test_types_of_values_and_results() -> None:
     assert of_value((1, "a")) is not None and of_value(object()) is None
-    assert infer_result(lambda x: (x, str(x)), [from_python(int)]).describe() == "tuple[int, str]"  # type: ignore[list-item]
-    assert infer_result(lambda x: object(), [from_python(int)]) is OPAQUE  # type: ignore[list-item]
+    assert infer_result(lambda x: (x, str(x)), [Prim(int)]).describe() == "tuple[int, str]"
+    assert infer_result(lambda x: object(), [Prim(int)]) is OPAQUE
 
 
 class S:

@@ -23,7 +23,7 @@ from hydrolite.planner.spark.lock import CheckpointLockedError
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import NONE, Prim
 from hydrolite.planner.spark.upgrade import PlanChangedError
-from tests.core.test_upgrade import counter
+from tests.core.test_upgrade import Edits, counter
 from tests.spark.test_exactly_once import INCREMENTS, QUERIES, counter_cli, outputs, read_outputs
 
 pytestmark = pytest.mark.spark
@@ -65,13 +65,17 @@ def reference(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     return ref
 
 
-@pytest.mark.parametrize("edit", ["identity_map", "keep_all_filter", "extra_pipeline_first"])
+@pytest.mark.parametrize(
+    "edit",
+    [Edits(identity_map=True), Edits(keep_all_filter=True), Edits(extra_pipeline_first=True)],
+    ids=["identity_map", "keep_all_filter", "extra_pipeline_first"],
+)
 def test_an_edited_program_continues_the_count(
-    edit: str, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]
+    edit: Edits, spark: SparkSession, tmp_path: Path, reference: dict[str, Any]
 ) -> None:
     run(spark, tmp_path, counter(), feed(tmp_path, range(2)))
     ins = feed(tmp_path, range(2, 3))
-    run(spark, tmp_path, counter(**{edit: True}), ins)  # type: ignore[arg-type]
+    run(spark, tmp_path, counter(**edit), ins)
     assert read_outputs(tmp_path) == reference  # q3 sees 6, not the 3 of a count restarted from 0
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import linecache
-import os
 import re
 from typing import Any, ClassVar
 
+from ..._site import CallSite
 from ...errors import HydroliteError
 from ...ir.nodes import Node
 
@@ -26,7 +26,8 @@ def _short(v: object, limit: int = 200) -> str:
 
 
 def site_of(node: Node) -> str:
-    return f"{os.path.basename(node.site.file)}:{node.site.line}"
+    """`name.py:12` of the user's line that created `node` (`CallSite.label`)."""
+    return node.site.label
 
 
 _NOTE = "hydrolite-error "
@@ -72,7 +73,7 @@ class UserFunctionError(SparkRunError):
         self.stage = stage
         code = linecache.getline(file, line).strip()
         msg = (
-            f"{os.path.basename(file)}:{line}: {op}() failed on element {_short(element)} "
+            f"{CallSite(file, line).label}: {op}() failed on element {_short(element)} "
             f"in batch {batch_id} of query {stage!r}: {type(exc).__name__}: {exc}"
         )
         if code:

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.ipc as ipc  # type: ignore[import-untyped]
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType

@@ -95,35 +95,28 @@ def _mentions(e: ast.expr, name: str) -> bool:
 
 
 def _part(e: ast.expr, acc: str, x: str, index: int | None, t: HType | None, reduce: bool) -> Part | None:
-    def elem(g: ast.expr) -> ast.expr | None | bool:
-        """g when it is a valid per-element expression (for reduce: the element itself)."""
-        if _mentions(g, acc):
-            return False
-        if reduce:
-            return None if isinstance(g, ast.Name) and g.id == x else False
-        return g
+    def part(kind: str, g: ast.expr) -> Part | None:
+        """Part(kind) fed by `g`, when `g` is a valid per-element expression (for reduce: the
+        element itself, recorded as None); None when it is not."""
+        if _mentions(g, acc) or (reduce and not (isinstance(g, ast.Name) and g.id == x)):
+            return None
+        return Part(kind, None if reduce else g, index)
 
     numeric = t in _NUMERIC or (reduce and t is None)
     if _is_acc(e, acc, index):
         return Part("first" if reduce else "keep", None, index)
     if not _mentions(e, acc):
-        g = elem(e)
-        return None if g is False else Part("last", g, index)  # type: ignore[arg-type]
+        return part("last", e)
     if (
         isinstance(e, ast.BinOp)
         and isinstance(e.op, (ast.Add, ast.Sub))
         and numeric
         and not (reduce and isinstance(e.op, ast.Sub))
     ):
-        if _is_acc(e.left, acc, index):
-            g = elem(e.right)
-            if g is not False:
-                return Part("sum" if isinstance(e.op, ast.Add) else "sub", g, index)  # type: ignore[arg-type]
-        if isinstance(e.op, ast.Add) and _is_acc(e.right, acc, index):
-            g = elem(e.left)
-            if g is not False:
-                return Part("sum", g, index)  # type: ignore[arg-type]
-        return None
+        p = part("sum" if isinstance(e.op, ast.Add) else "sub", e.right) if _is_acc(e.left, acc, index) else None
+        if p is None and isinstance(e.op, ast.Add) and _is_acc(e.right, acc, index):
+            p = part("sum", e.left)
+        return p
     if (
         isinstance(e, ast.Call)
         and isinstance(e.func, ast.Name)
@@ -133,20 +126,14 @@ def _part(e: ast.expr, acc: str, x: str, index: int | None, t: HType | None, red
     ):
         a, b = e.args
         other = b if _is_acc(a, acc, index) else a if _is_acc(b, acc, index) else None
-        if other is not None:
-            g = elem(other)
-            if g is not False:
-                return Part(e.func.id, g, index)  # type: ignore[arg-type]
-        return None
+        return None if other is None else part(e.func.id, other)
     if (
         isinstance(e, ast.BoolOp)
         and len(e.values) == 2
         and _is_acc(e.values[0], acc, index)
         and t in (Prim(bool), None)
     ):
-        g = elem(e.values[1])
-        if g is not False:
-            return Part("any" if isinstance(e.op, ast.Or) else "all", g, index)  # type: ignore[arg-type]
+        return part("any" if isinstance(e.op, ast.Or) else "all", e.values[1])
     return None
 
 

@@ -31,13 +31,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from ...ir.graph import Flow
+from ...receiving import NoMoreOutput, ReceiverAssertions
 from .feed import FeedWriter
 from .runtime import FlowRunner
 from .types import OPAQUE, from_python
-
-
-class NoMoreOutput(AssertionError):
-    """The scenario waited for an output that Spark did not produce."""
 
 
 class SparkSender:
@@ -62,7 +59,7 @@ class SparkSender:
         return True
 
 
-class SparkReceiver:
+class SparkReceiver(ReceiverAssertions[Any]):
     """Reads a sink port's outputs, running the queries until they appear."""
 
     def __init__(self, harness: SparkHarness, port: str) -> None:
@@ -87,35 +84,6 @@ class SparkReceiver:
         out = self._available()
         self.cursor += len(out)
         return out
-
-    def assert_yields(self, expected: Iterable[Any]) -> None:
-        for i, e in enumerate(want := list(expected)):
-            got = self.next()
-            if got != e:
-                raise AssertionError(f"{self.port!r} yielded {got!r}, expected {e!r} (item {i + 1} of {want!r})")
-
-    def assert_yields_unordered(self, expected: Iterable[Any]) -> None:
-        remaining = list(expected)
-        for _ in range(len(remaining)):
-            got = self.next()
-            if got not in remaining:
-                raise AssertionError(
-                    f"{self.port!r} yielded unexpected {got!r}; still expected {remaining!r} (in any order)"
-                )
-            remaining.remove(got)
-
-    def assert_no_more(self) -> None:
-        extra = self.collect()
-        if extra:
-            raise AssertionError(f"{self.port!r} yielded unexpected {extra!r}, expected no more outputs")
-
-    def assert_yields_only(self, expected: Iterable[Any]) -> None:
-        self.assert_yields(expected)
-        self.assert_no_more()
-
-    def assert_yields_only_unordered(self, expected: Iterable[Any]) -> None:
-        self.assert_yields_unordered(expected)
-        self.assert_no_more()
 
 
 class SparkHarness:

@@ -222,7 +222,7 @@ class Translator:
             if isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(
                 isinstance(e, ast.Constant) for e in right.elts
             ):
-                consts = [e.value for e in right.elts]  # type: ignore[attr-defined]
+                consts = [e.value for e in right.elts if isinstance(e, ast.Constant)]  # all of them (checked above)
             elif isinstance(right, ast.Name) and right.id not in self.env:
                 consts = self.resolve(right.id)
                 if not isinstance(consts, (tuple, list, set, frozenset)) or not all(

@@ -7,7 +7,7 @@ run through Arrow (`pyfn`); which path each operator took is recorded in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -91,7 +91,13 @@ def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFr
     return _arrow(ctx, node, kind, sf)
 
 
-def _native(ctx: BatchCtx, kind: str, te: TExpr, sf: SFrame) -> SFrame:
+class FreshNames(Protocol):
+    """The part of a BatchCtx `_native` uses: fresh column names (tests pass just that)."""
+
+    def fresh(self, prefix: str = ...) -> str: ...
+
+
+def _native(ctx: FreshNames, kind: str, te: TExpr, sf: SFrame) -> SFrame:
     if kind == "map":
         return project(sf, te.col, te.t)
     if kind == "filter":

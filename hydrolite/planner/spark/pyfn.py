@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import chain, compress
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 

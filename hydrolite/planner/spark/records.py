@@ -41,10 +41,11 @@ def open_uri(uri: str) -> IO[bytes]:
     """A file Spark read, opened from Python: local files directly, others through pyarrow."""
     if uri.startswith("file:") or "://" not in uri and ":" not in uri.split("/", 1)[0]:
         return open(local_path(uri), "rb")
-    from pyarrow import fs  # type: ignore[import-untyped]
+    from pyarrow import fs
 
     filesystem, path = fs.FileSystem.from_uri(uri)
-    return filesystem.open_input_stream(path)  # type: ignore[no-any-return]
+    stream: IO[bytes] = filesystem.open_input_stream(path)  # a pyarrow NativeFile: read/seek/close like a binary file
+    return stream
 
 
 def breaks_before(fh: IO[bytes], start: int, sep: bytes | None = None) -> int:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from ...ir import nodes as n
 from ...ir.graph import dump_nodes
-from .stages import Plan, Stage, where
+from .stages import Plan, Stage
 
 
 def _kind(stage: Stage) -> str:
@@ -20,7 +18,7 @@ def _kind(stage: Stage) -> str:
 
 
 def _port(x: n.Source | n.Sink) -> str:
-    return f"{x.port} ({where(x)})"
+    return f"{x.port} ({x.site.label})"
 
 
 def render_text(plan: Plan) -> str:
@@ -33,8 +31,8 @@ def render_text(plan: Plan) -> str:
         if s.tick is not None:
             lines.append("  merged ticks: " + ", ".join(str(t) for t in s.merged_ticks))
         for r in s.regions:
-            site = f"{os.path.basename(r.site.file)}:{r.site.line}"
-            members = ", ".join(f"{x.op}() {where(x)}" for x in r.nodes)
+            site = r.site.label
+            members = ", ".join(f"{x.op}() {x.site.label}" for x in r.nodes)
             lines.append(f"  aligned region {r.align} (created at {site}): {members}")
         reads = [_port(x) for x in s.sources] + [f"channel {c.name} from query {c.producer}" for c in s.channels_in]
         if reads:
@@ -47,7 +45,7 @@ def render_text(plan: Plan) -> str:
             lines.append("  state (versioned by batch id; where it lives and why):")
             for x in s.stateful:
                 p = s.placement.of(x) if s.placement is not None else None
-                lines.append(f"    {p.describe() if p is not None else f'{x.op}() {where(x)}: driver'}")
+                lines.append(f"    {p.describe() if p is not None else f'{x.op}() {x.site.label}: driver'}")
         lines.append("  body (foreachBatch):")
         lines.extend("    " + line for line in dump_nodes(s.nodes).splitlines())
     for d in plan.flow.diagnostics:
@@ -57,7 +55,7 @@ def render_text(plan: Plan) -> str:
 
 def _label(x: n.Node) -> str:
     extra = f" [{x.port}]" if isinstance(x, (n.Source, n.Sink)) else ""
-    return f"{x.op}(){extra}\\n{where(x)}"
+    return f"{x.op}(){extra}\\n{x.site.label}"
 
 
 def _edges(plan: Plan, ids: dict[tuple[int, int], str]) -> list[tuple[str, str, str | None]]:

@@ -69,5 +69,5 @@ def pickle_user_modules(flow: Flow) -> None:
                 continue
             module = sys.modules.get(mod_name)
             if module is not None:
-                register_pickle_by_value(module)  # type: ignore[no-untyped-call]
+                register_pickle_by_value(module)
                 done.add(mod_name)

@@ -414,17 +414,25 @@ def json_error(e: json.JSONDecodeError, text: str) -> Rejection:
     return Rejection("one JSON object", found)
 
 
+_JSON_TOKEN = re.compile(r"[^ \t\r\n]")  # anything but JSON's insignificant whitespace
+
+
+def _skip_ws(text: str, i: int) -> int:
+    """The index of the first non-whitespace character of `text` at or after `i` (or its end)."""
+    m = _JSON_TOKEN.search(text, i)
+    return len(text) if m is None else m.start()
+
+
 def json_document(text: str) -> list[tuple[int, str, Any]]:
     """The records of a whole-file JSON document (`multiLine`): an array of records, or one
     record. Each is (character offset, its text, the parsed value, or a Rejection for the
     rest of the file when it is not valid JSON)."""
     dec = json.JSONDecoder()
     out: list[tuple[int, str, Any]] = []
-    ws = re.compile(r"[ \t\r\n]*")
-    i = ws.match(text, 0).end()  # type: ignore[union-attr]
+    i = _skip_ws(text, 0)
     in_array = text.startswith("[", i)
     if in_array:
-        i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+        i = _skip_ws(text, i + 1)
         if text.startswith("]", i):
             i += 1
             in_array = False
@@ -432,13 +440,13 @@ def json_document(text: str) -> list[tuple[int, str, Any]]:
         while i < len(text):
             value, j = dec.raw_decode(text, i)
             out.append((i, text[i:j], value))
-            i = ws.match(text, j).end()  # type: ignore[union-attr]
+            i = _skip_ws(text, j)
             if not in_array:
                 break
             if text.startswith(",", i):
-                i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+                i = _skip_ws(text, i + 1)
             elif text.startswith("]", i):
-                i = ws.match(text, i + 1).end()  # type: ignore[union-attr]
+                i = _skip_ws(text, i + 1)
                 in_array = False
                 break
             else:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -425,7 +425,7 @@ def read_error_detail(text: str, port: str, binding: FileInput) -> str | None:
 def _columns_of(path: str) -> str:
     """` (the file's columns are ...)`: whether the null is a missing column shows at once."""
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq
 
         have = list(pq.read_schema(path).names)
     except (OSError, ValueError):  # not a local file, or unreadable: the null is all we know

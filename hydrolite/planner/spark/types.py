@@ -30,7 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 from pyspark.sql import types as T
 
 PRIMS: dict[type, tuple[T.DataType, Any, Any]] = {
@@ -379,12 +379,18 @@ def from_python(t: Any) -> HType | None:
     return None
 
 
+def _tuple_fields(cls: type) -> tuple[str, ...]:
+    """A NamedTuple's field names (`_fields`, which `_is_namedtuple` checked is there)."""
+    fields: tuple[str, ...] = getattr(cls, "_fields", ())
+    return fields
+
+
 def _record(cls: type) -> HType | None:
     try:
         hints = typing.get_type_hints(cls)
     except Exception:  # unresolvable forward references: store it pickled
         return None
-    names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else tuple(cls._fields)  # type: ignore[attr-defined]
+    names = tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else _tuple_fields(cls)
     items = [from_python(hints.get(n)) for n in names]
     if any(i is None for i in items):
         return None
