@@ -48,7 +48,18 @@ _SNAPSHOT: dict[str, tuple[Rule, ...]] = {
     "snapshot_aligned": _TOP_BATCH + _ALIGN + _NONDET,
     "latest": _STEP,
     "defer_tick": _STEP,
-    "aligned_at": (OnSelf("top"), *_ALIGN),
+    "aligned_at": (OnSelf("top", r.FIX_ALIGNED_AT_TOP), *_ALIGN),
+}
+
+# Operators of streams and keyed streams alike (ordering assumed, ticks entered, left, stepped).
+_STREAMLIKE: dict[str, tuple[Rule, ...]] = {
+    "assume_ordering": _NONDET,
+    "batch": _TOP_BATCH + _NONDET,
+    "batch_aligned": _TOP_BATCH + _ALIGN + _NONDET,
+    "all_ticks": _STEP,
+    "defer_tick": _STEP,
+    "release_aligned": (OnSelf("top", r.FIX_RELEASE_TOP), *_ALIGN),
+    "aligned_at": (OnSelf("top", r.FIX_ALIGNED_AT_TOP), *_ALIGN),
 }
 
 STREAM: dict[str, tuple[Rule, ...]] = {
@@ -69,13 +80,7 @@ STREAM: dict[str, tuple[Rule, ...]] = {
     ),
     "merge_unordered": (OnArg("other", "same_location"),),
     "into_keyed": (OnSelf("pairs"),),
-    "assume_ordering": _NONDET,
-    "batch": _TOP_BATCH + _NONDET,
-    "batch_aligned": _TOP_BATCH + _ALIGN + _NONDET,
-    "all_ticks": _STEP,
-    "defer_tick": _STEP,
-    "release_aligned": (OnSelf("top", r.FIX_RELEASE_TOP), *_ALIGN),
-    "aligned_at": (OnSelf("top", r.FIX_ALIGNED_AT_TOP), *_ALIGN),
+    **_STREAMLIKE,
     "send": (OnSelf("top", r.FIX_SEND_TOP), OnArg("dest", "process")),
     "broadcast": (OnSelf("top", r.FIX_SEND_TOP), OnArg("dest", "cluster")),
     "demux": (OnSelf("top", r.FIX_SEND_TOP), OnArg("dest", "cluster")),
@@ -93,13 +98,7 @@ KEYED_STREAM: dict[str, tuple[Rule, ...]] = {
         OnArg("table", "same_location"),
         OnArg("table", "bounded", r.FIX_SNAPSHOT_TABLE),
     ),
-    "assume_ordering": _NONDET,
-    "batch": _TOP_BATCH + _NONDET,
-    "batch_aligned": _TOP_BATCH + _ALIGN + _NONDET,
-    "all_ticks": _STEP,
-    "defer_tick": _STEP,
-    "release_aligned": (OnSelf("top"), *_ALIGN),
-    "aligned_at": (OnSelf("top"), *_ALIGN),
+    **_STREAMLIKE,
     "sink": (OnSelf("top", r.FIX_KEYED_SINK_TOP),),
 }
 

@@ -1,4 +1,7 @@
-"""The shared base of live collections: one wrapped IR node plus its user-facing location."""
+"""The shared base of live collections: one wrapped IR node plus its user-facing location.
+
+The examples start from the names hydrolite/live/conftest.py defines (see stream.py).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from ..nondet import NonDet
 from . import rules
 
 if TYPE_CHECKING:
-    from ..locations.locations import LocalAlignPoint, Location
+    from ..locations.locations import LocalAlignPoint, Location, Tick
 
 LiveT = TypeVar("LiveT", bound="Live")
 
@@ -31,12 +34,20 @@ class Live:
 
     @property
     def node(self) -> Node:
-        """The IR node this collection wraps."""
+        """The IR node this collection wraps.
+
+        >>> server.source("xs", int).map(str).node.op
+        'map'
+        """
         return self._node
 
     @property
     def location(self) -> Location:
-        """Where the collection lives (a Process, Cluster or Tick)."""
+        """Where the collection lives (a Process, Cluster or Tick).
+
+        >>> server.source("xs", int).batch(tick, nondet("any grouping will do")).location
+        <Tick#0[Process[Server]]>
+        """
         return self._loc
 
     def __repr__(self) -> str:
@@ -49,10 +60,10 @@ class Live:
     # NoReturn `__bool__` would instead make mypy skip the rest of the function as unreachable).
     __hash__ = object.__hash__
 
-    def __eq__(self, other: Never) -> bool:  # type: ignore[override]
+    def __eq__(self, other: Never) -> bool:  # type: ignore[override]  # `other: Never` on purpose (see above)
         raise self._no_equality("==")
 
-    def __ne__(self, other: Never) -> bool:  # type: ignore[override]
+    def __ne__(self, other: Never) -> bool:  # type: ignore[override]  # `other: Never` on purpose (see above)
         raise self._no_equality("!=")
 
     if not TYPE_CHECKING:
@@ -109,14 +120,19 @@ class Live:
                 fix=fix or rules.FIX_BATCH,
             )
 
-    def _need_tick(self, op: str) -> None:
-        if not isinstance(self._meta.loc, TickId):
+    def _need_tick(self, op: str) -> Tick[Any]:
+        """The tick this collection lives in (a BuildError at the top level)."""
+        from ..locations.locations import Tick
+
+        loc = self._loc
+        if not isinstance(self._meta.loc, TickId) or not isinstance(loc, Tick):
             raise BuildError(
                 op,
                 required=rules.IN_TICK,
                 found=self._found(),
                 fix=rules.FIX_ENTER_TICK,
             )
+        return loc
 
     def _need_top(self, op: str, fix: str = "") -> None:
         if isinstance(self._meta.loc, TickId):
@@ -151,7 +167,7 @@ class Live:
             )
         return other
 
-    def _need_tick_of(self, tick: object, op: str) -> TickId:
+    def _need_tick_of(self, tick: object, op: str) -> Tick[Any]:
         from ..locations.locations import Tick
 
         self._need_top(op, rules.FIX_FROM_TOP)
@@ -165,7 +181,7 @@ class Live:
                 found=f"a tick of {tick.id.outer}",
                 fix=rules.fix_tick_of(str(self._meta.loc)),
             )
-        return tick.id
+        return tick
 
     def _need_align_of(self, align: object, op: str) -> LocalAlignPoint[Any]:
         from ..locations.locations import LocalAlignPoint

@@ -1,4 +1,7 @@
-"""Tick cycles: carry a collection from one tick to the next."""
+"""Tick cycles: carry a collection from one tick to the next.
+
+The example starts from the names hydrolite/live/conftest.py defines (see stream.py).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .._site import CallSite, capture_site
 from ..errors import BuildError
 from ..ir import nodes as n
-from ..ir.meta import Kind
 from ._base import Live
+from ._time import deferred_meta
 
 if TYPE_CHECKING:
     from ..ir.ids import CycleId
@@ -29,7 +32,15 @@ class TickCycle(Generic[C]):
         self._site = site
 
     def complete_next_tick(self, value: C) -> None:
-        """Feed `value` (computed in this tick) to the placeholder in the next tick."""
+        """Feed `value` (computed in this tick) to the placeholder in the next tick.
+
+        >>> handle, total = tick.singleton_cycle(0)
+        >>> batch = server.source("xs", int).batch(tick, nondet("any grouping will do"))
+        >>> new_total = total.zip(batch.count()).map(lambda p: p[0] + p[1])
+        >>> handle.complete_next_tick(new_total)
+        >>> run(new_total, {"xs": [1, 2]}, {"xs": [3]})  # a running count, carried tick to tick
+        [[2], [3]]
+        """
         site = capture_site()
         ph = self._placeholder.node.meta
         if (
@@ -54,8 +65,7 @@ class TickCycle(Generic[C]):
                 fix="use assume_ordering(nondet(...)) or sort() before completing the cycle",
                 site=site,
             )
-        meta = value.node.meta if ph.ordered else value.node.meta.but(ordered=False)  # a NoOrder cycle carries a bag
-        if meta.kind is Kind.SINGLETON:  # last tick's value: absent in the very first tick
-            meta = meta.but(kind=Kind.OPTIONAL)
+        carried = value.node.meta if ph.ordered else value.node.meta.but(ordered=False)  # a NoOrder cycle: a bag
+        meta = deferred_meta(carried)  # last tick's value: a singleton is absent in the very first tick
         deferred = n.DeferTick(meta=meta, site=site, input=value.node)
         self._tick.flow._complete_cycle(n.CycleSink(meta=meta, site=site, input=deferred, cycle=self._id))

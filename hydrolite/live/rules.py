@@ -56,8 +56,10 @@ FIX_SNAPSHOT_TABLE = "snapshot(tick, nondet(...)) the keyed singleton first"
 FIX_ENTER_TICK = "this operator leaves or steps a tick; use batch()/snapshot() to enter one first"
 FIX_LEAVE_TICK = "call all_ticks() (streams) or latest() (singletons) to leave the tick first"
 FIX_FROM_TOP = "batch/snapshot are taken from top-level collections only"
-FIX_RELEASE_TOP = "release_aligned applies to top-level streams"
-FIX_ALIGNED_AT_TOP = "aligned_at applies to top-level collections"
+FIX_RELEASE_TOP = "release_aligned applies to top-level streams: all_ticks() the batch first, then release it"
+FIX_ALIGNED_AT_TOP = (
+    "aligned_at marks a top-level collection: call it before batch()/snapshot() takes the collection into the tick"
+)
 FIX_SEND_TOP = "send from the top level: all_ticks() the stream first"
 FIX_SINK_TOP = "sinks are top-level: all_ticks() the stream first"
 FIX_KEYED_SINK_TOP = "sinks are top-level: all_ticks() the keyed stream first"

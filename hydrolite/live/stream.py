@@ -1,4 +1,8 @@
-"""`Stream[T, L, B, O]`: a growing sequence (TotalOrder) or bag (NoOrder) of T at L."""
+"""`Stream[T, L, B, O]`: a growing sequence (TotalOrder) or bag (NoOrder) of T at L.
+
+The examples start from the names hydrolite/live/conftest.py defines: a fresh program with
+`server`, `client`, `workers` and `tick`, and `run`/`outcomes` (`hydrolite.live.demo`).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from ..nondet import NonDet
 from . import keyed_stream as _ks
 from . import rules
 from . import singleton as _sg
-from ._base import Live
+from ._time import TimeOps
 from ._typevars import B2, O2, V2, A, B, E, K, L, O, P, T_co, Tag, Tag2, U, V
 from .ports import SinkPort
 
@@ -34,7 +38,7 @@ _S = (Kind.STREAM,)
 CT = TypeVar("CT", bound="SupportsRichComparison")
 
 
-class Stream(Live, Generic[T_co, L, B, O]):
+class Stream(TimeOps, Generic[T_co, L, B, O]):
     """A stream of T at location L; B says whether it ends, O whether its order is meaningful.
 
     T is covariant (see `_typevars`); L, B and O are invariant.
@@ -44,33 +48,60 @@ class Stream(Live, Generic[T_co, L, B, O]):
 
     # ------------------------------------------------------------- element-wise
     def map(self, f: Callable[[T_co], U]) -> Stream[U, L, B, O]:
-        """Apply f to every element."""
+        """Apply f to every element.
+
+        >>> run(server.source("xs", int).map(lambda x: x * 10), xs=[1, 2, 3])
+        [10, 20, 30]
+        """
         self._need_fn(f, "map()")
         return self._derive(Stream, n.Map, self._meta.but(elem=None), input=self._node, f=f)
 
     def filter(self, f: Callable[[T_co], bool]) -> Stream[T_co, L, B, O]:
-        """Keep the elements for which f is true."""
+        """Keep the elements for which f is true.
+
+        >>> run(server.source("xs", int).filter(lambda x: x % 2 == 1), xs=[1, 2, 3])
+        [1, 3]
+        """
         self._need_fn(f, "filter()")
         return self._derive(Stream, n.Filter, self._meta, input=self._node, f=f)
 
     def filter_map(self, f: Callable[[T_co], U | None]) -> Stream[U, L, B, O]:
-        """Apply f and keep the results that are not None."""
+        """Apply f and keep the results that are not None.
+
+        >>> words = server.source("words", str)
+        >>> run(words.filter_map(lambda w: int(w) if w.isdigit() else None), words=["7", "a", "42"])
+        [7, 42]
+        """
         self._need_fn(f, "filter_map()")
         return self._derive(Stream, n.FilterMap, self._meta.but(elem=None), input=self._node, f=f)
 
     def flat_map_ordered(self, f: Callable[[T_co], Iterable[U]]) -> Stream[U, L, B, O]:
-        """Emit every element of f(x), in the iterable's order."""
+        """Emit every element of f(x), in the iterable's order.
+
+        >>> run(server.source("lines", str).flat_map_ordered(str.split), lines=["a b", "c"])
+        ['a', 'b', 'c']
+        """
         self._need_fn(f, "flat_map_ordered()")
         return self._derive(Stream, n.FlatMap, self._meta.but(elem=None), input=self._node, f=f)
 
     def flat_map_unordered(self, f: Callable[[T_co], Iterable[U]]) -> Stream[U, L, B, NoOrder]:
-        """Emit every element of f(x) (e.g. from a set), in no meaningful order."""
+        """Emit every element of f(x) (e.g. from a set), in no meaningful order.
+
+        >>> run(server.source("words", str).flat_map_unordered(set), words=["aab", "b"])  # sorted: no order
+        ['a', 'b', 'b']
+        """
         self._need_fn(f, "flat_map_unordered()")
         meta = self._meta.but(elem=None, ordered=False)
         return self._derive(Stream, n.FlatMap, meta, input=self._node, f=f)
 
     def inspect(self, f: Callable[[T_co], object]) -> Stream[T_co, L, B, O]:
-        """Call f on every element (for logging); elements pass through unchanged."""
+        """Call f on every element (for logging); elements pass through unchanged.
+
+        >>> run(server.source("xs", int).inspect(print), xs=[1, 2])
+        1
+        2
+        [1, 2]
+        """
         self._need_fn(f, "inspect()")
         return self._derive(Stream, n.Inspect, self._meta, input=self._node, f=f)
 
@@ -85,7 +116,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
         acc_type: TypeForm[A] | None = None,
         name: str | None = None,
     ) -> Singleton[A, L, B]:
-        """acc = f(acc, x) over the elements in order, starting from init (f returns the new acc)."""
+        """acc = f(acc, x) over the elements in order, starting from init (f returns the new acc).
+
+        >>> run(server.source("xs", str).fold("", lambda acc, x: acc + x), xs=["a", "b", "c"])
+        ['abc']
+        """
         self._need_ordered("fold()", rules.FIX_FOLD)
         self._need_fn(f, "fold()")
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init) if acc_type is None else acc_type)
@@ -94,7 +129,12 @@ class Stream(Live, Generic[T_co, L, B, O]):
     def fold_commutative(
         self, init: A, f: Callable[[A, T_co], A], *, acc_type: TypeForm[A] | None = None, name: str | None = None
     ) -> Singleton[A, L, B]:
-        """Like fold, declaring that the result does not depend on the order of elements."""
+        """Like fold, declaring that the result does not depend on the order of elements.
+
+        >>> bag = server.source("xs", int).weaken_ordering()
+        >>> run(bag.fold_commutative(0, lambda acc, x: acc + x), xs=[1, 2, 3])
+        [6]
+        """
         self._need_fn(f, "fold_commutative()")
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=type(init) if acc_type is None else acc_type)
         return self._derive(_sg.Singleton, n.Fold, meta, input=self._node, init=init, f=f, commutative=True, name=name)
@@ -102,7 +142,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
     def reduce(
         self: Stream[T_co, L, B, TotalOrder], f: Callable[[T_co, T_co], T_co], *, name: str | None = None
     ) -> OptionalSingleton[T_co, L, B]:
-        """Combine elements in order; empty while no element arrived."""
+        """Combine elements in order; empty while no element arrived.
+
+        >>> run(server.source("xs", int).reduce(max), xs=[3, 1, 2])
+        [3]
+        """
         self._need_ordered("reduce()", rules.FIX_REDUCE)
         self._need_fn(f, "reduce()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
@@ -111,24 +155,41 @@ class Stream(Live, Generic[T_co, L, B, O]):
     def reduce_commutative(
         self, f: Callable[[T_co, T_co], T_co], *, name: str | None = None
     ) -> OptionalSingleton[T_co, L, B]:
-        """Like reduce, declaring that f is commutative and associative."""
+        """Like reduce, declaring that f is commutative and associative.
+
+        >>> bag = server.source("xs", int).weaken_ordering()
+        >>> run(bag.reduce_commutative(lambda a, b: a + b), xs=[1, 2, 3])
+        [6]
+        """
         self._need_fn(f, "reduce_commutative()")
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Reduce, meta, input=self._node, f=f, commutative=True, name=name)
 
     def count(self, *, name: str | None = None) -> Singleton[int, L, B]:
-        """The number of elements so far (top level) or in this batch (in a tick)."""
+        """The number of elements so far (top level) or in this batch (in a tick).
+
+        >>> run(server.source("xs", str).count(), xs=["a", "b"])
+        [2]
+        """
         meta = self._meta.but(kind=Kind.SINGLETON, ordered=True, elem=int)
         return self._derive(_sg.Singleton, n.Count, meta, input=self._node, name=name)
 
     def first(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
-        """The first element, if any."""
+        """The first element, if any.
+
+        >>> run(server.source("xs", int).first(), xs=[3, 1, 2])
+        [3]
+        """
         self._need_ordered("first()", rules.FIX_SORT_FIRST)
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.First, meta, input=self._node, name=name)
 
     def last(self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None) -> OptionalSingleton[T_co, L, B]:
-        """The last element, if any."""
+        """The last element, if any.
+
+        >>> run(server.source("xs", int).last(), xs=[3, 1, 2])
+        [2]
+        """
         self._need_ordered("last()", rules.FIX_SORT_FIRST)
         meta = self._meta.but(kind=Kind.OPTIONAL, ordered=True)
         return self._derive(_sg.OptionalSingleton, n.Last, meta, input=self._node, name=name)
@@ -136,12 +197,20 @@ class Stream(Live, Generic[T_co, L, B, O]):
     def enumerate(
         self: Stream[T_co, L, B, TotalOrder], *, name: str | None = None
     ) -> Stream[tuple[int, T_co], L, B, TotalOrder]:
-        """Pair each element with its position (0, 1, ...)."""
+        """Pair each element with its position (0, 1, ...).
+
+        >>> run(server.source("xs", str).enumerate(), xs=["a", "b"])
+        [(0, 'a'), (1, 'b')]
+        """
         self._need_ordered("enumerate()", rules.FIX_SORT_FIRST)
         return self._derive(Stream, n.Enumerate, self._meta.but(elem=None), input=self._node, name=name)
 
     def unique(self, *, name: str | None = None) -> Stream[T_co, L, B, O]:
-        """Drop elements equal to one seen before."""
+        """Drop elements equal to one seen before.
+
+        >>> run(server.source("xs", int).unique(), xs=[1, 2, 1, 3, 2])
+        [1, 2, 3]
+        """
         return self._derive(Stream, n.Unique, self._meta, input=self._node, name=name)
 
     # Without a key the elements themselves must be comparable: the first overload only
@@ -153,7 +222,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[E, L, Bounded, O], key: Callable[[E], SupportsRichComparison]
     ) -> Stream[E, L, Bounded, TotalOrder]: ...
     def sort(self, key: Callable[[Any], SupportsRichComparison] | None = None) -> Stream[Any, Any, Bounded, TotalOrder]:
-        """Sort a bounded stream (by key when given)."""
+        """Sort a bounded stream (by key when given).
+
+        >>> run(server.source_iter(["bb", "c", "a"]).sort())
+        ['a', 'bb', 'c']
+        """
         self._need_bounded("sort()", rules.FIX_SORT_BATCH)
         if key is not None:
             self._need_fn(key, "sort()")
@@ -173,7 +246,12 @@ class Stream(Live, Generic[T_co, L, B, O]):
     def cross_singleton(
         self, other: Singleton[U, L, Bounded] | OptionalSingleton[U, L, Bounded]
     ) -> Stream[tuple[T_co, U], L, B, O]:
-        """Pair every element with the singleton's value (nothing while an optional is empty)."""
+        """Pair every element with the singleton's value (nothing while an optional is empty).
+
+        >>> batch = server.source("xs", int).batch(tick, nondet("any grouping will do"))
+        >>> run(batch.cross_singleton(batch.count()), xs=[5, 6])
+        [(5, 2), (6, 2)]
+        """
         o = self._need_same_loc(
             other, "cross_singleton()", (Kind.SINGLETON, Kind.OPTIONAL), "a Singleton or OptionalSingleton"
         )
@@ -197,7 +275,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[T_co, L, B, O], other: Stream[U, L, B, O2]
     ) -> Stream[tuple[T_co, U], L, B, NoOrder]: ...
     def cross_product(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
-        """Every pair (x, y) of elements of the two streams."""
+        """Every pair (x, y) of elements of the two streams.
+
+        >>> run(server.source_iter([1, 2]).cross_product(server.source_iter(["a"])))
+        [(1, 'a'), (2, 'a')]
+        """
         o = self._need_same_loc(other, "cross_product()", _S, "a Stream")
         meta = self._meta.but(elem=None, ordered=False, bounded=self._meta.bounded and o._meta.bounded)
         return self._derive(Stream, n.CrossProduct, meta, left=self._node, right=o._node)
@@ -219,13 +301,24 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[tuple[K, V], L, B, O], other: Stream[tuple[K, V2], L, B, O2]
     ) -> Stream[tuple[K, tuple[V, V2]], L, B, NoOrder]: ...
     def join(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
-        """Pairs (k, (v1, v2)) for matching keys of two streams of (k, v) tuples."""
+        """Pairs (k, (v1, v2)) for matching keys of two streams of (k, v) tuples.
+
+        >>> ages = server.source_iter([("ann", 31), ("bob", 42)])
+        >>> towns = server.source_iter([("ann", "Oslo")])
+        >>> run(ages.join(towns))
+        [('ann', (31, 'Oslo'))]
+        """
         o = self._need_same_loc(other, "join()", _S, "a Stream of (key, value) tuples")
         meta = self._meta.but(elem=None, ordered=False, bounded=self._meta.bounded and o._meta.bounded)
         return self._derive(Stream, n.Join, meta, left=self._node, right=o._node)
 
     def anti_join(self: Stream[tuple[K, V], L, B, O], other: Stream[K, L, Bounded, O2]) -> Stream[tuple[K, V], L, B, O]:
-        """The (k, v) elements whose k does not occur in the bounded stream `other`."""
+        """The (k, v) elements whose k does not occur in the bounded stream `other`.
+
+        >>> banned = server.source_iter(["bob"])
+        >>> run(server.source("ages", tuple[str, int]).anti_join(banned), ages=[("ann", 31), ("bob", 42)])
+        [('ann', 31)]
+        """
         o = self._need_same_loc(other, "anti_join()", _S, "a Stream of keys")
         o._need_bounded("anti_join()", rules.FIX_NEGATIVE_SIDE)
         return self._derive(Stream, n.AntiJoin, self._meta, left=self._node, right=o._node)
@@ -245,7 +338,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
     @overload
     def chain(self: Stream[T_co, L, Bounded, O], other: Stream[T_co, L, Bounded, O]) -> Stream[T_co, L, Bounded, O]: ...
     def chain(self, other: Stream[Any, Any, Bounded, Any]) -> Stream[Any, Any, Bounded, Any]:
-        """All elements of self, then all of other (both bounded; TotalOrder only if both are)."""
+        """All elements of self, then all of other (both bounded; TotalOrder only if both are).
+
+        >>> run(server.source_iter([1, 2]).chain(server.source_iter([3])))
+        [1, 2, 3]
+        """
         self._need_bounded("chain()", rules.FIX_CHAIN_FIRST)
         o = self._need_same_loc(other, "chain()", _S, "a Stream")
         o._need_bounded("chain()", rules.FIX_CHAIN_BOTH)
@@ -267,13 +364,21 @@ class Stream(Live, Generic[T_co, L, B, O]):
     @overload
     def merge_unordered(self: Stream[T_co, L, B, O], other: Stream[T_co, L, B, O2]) -> Stream[T_co, L, B, NoOrder]: ...
     def merge_unordered(self, other: Stream[Any, Any, Any, Any]) -> Stream[Any, Any, Any, NoOrder]:
-        """Interleave two streams in any order (Bounded only if both are)."""
+        """Interleave two streams in any order (Bounded only if both are).
+
+        >>> run(server.source("a", int).merge_unordered(server.source("b", int)), a=[1, 3], b=[2])
+        [1, 2, 3]
+        """
         o = self._need_same_loc(other, "merge_unordered()", _S, "a Stream")
         meta = self._meta.but(ordered=False, bounded=self._meta.bounded and o._meta.bounded)
         return self._derive(Stream, n.MergeUnordered, meta, left=self._node, right=o._node)
 
     def into_keyed(self: Stream[tuple[K, V], L, B, O]) -> KeyedStream[K, V, L, B, O]:
-        """A stream of (k, v) tuples (or two-field NamedTuples) seen as one stream of v per key k."""
+        """A stream of (k, v) tuples (or two-field NamedTuples) seen as one stream of v per key k.
+
+        >>> run(server.source("kv", tuple[str, int]).into_keyed().count(), kv=[("a", 1), ("b", 2), ("a", 3)])
+        [('a', 2), ('b', 1)]
+        """
         pair = _pair_types(self._meta.elem)
         if pair is False:
             raise BuildError("into_keyed()", required=rules.PAIRS, found=self._found(), fix=rules.FIX_PAIRS)
@@ -283,61 +388,84 @@ class Stream(Live, Generic[T_co, L, B, O]):
 
     # ------------------------------------------------------------- order
     def assume_ordering(self, nondet: NonDet) -> Stream[T_co, L, B, TotalOrder]:
-        """Treat the stream as totally ordered; the order seen is a non-deterministic choice."""
+        """Treat the stream as totally ordered; the order seen is a non-deterministic choice.
+
+        >>> bag = server.source_iter([1, 2]).weaken_ordering()
+        >>> outcomes(bag.assume_ordering(nondet("either element may come first")).first())
+        [[1], [2]]
+        """
         nd = self._need_nondet(nondet, "assume_ordering()")
         return self._derive(Stream, n.AssumeOrdering, self._meta.but(ordered=True), input=self._node, nondet=nd)
 
     def weaken_ordering(self) -> Stream[T_co, L, B, NoOrder]:
-        """Forget the order (always safe)."""
+        """Forget the order (always safe).
+
+        >>> run(server.source_iter([2, 1]).weaken_ordering())  # sorted: its order means nothing
+        [1, 2]
+        """
         return self._derive(Stream, n.WeakenOrdering, self._meta.but(ordered=False), input=self._node)
 
-    # ------------------------------------------------------------- ticks
+    # ------------------------------------------------------------- ticks (bodies in _time.py)
     def batch(self: Stream[T_co, P, B, O], tick: Tick[P], nondet: NonDet) -> Stream[T_co, Tick[P], Bounded, O]:
-        """Some prefix of the pending elements (any subset when NoOrder) enters each tick."""
-        tid = self._need_tick_of(tick, "batch()")
-        nd = self._need_nondet(nondet, "batch()")
-        meta = self._meta.but(loc=tid, bounded=True)
-        return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd)
+        """Some prefix of the pending elements (any subset when NoOrder) enters each tick.
+
+        >>> batches = server.source("xs", int).batch(tick, nondet("any grouping will do"))
+        >>> outcomes(batches.count(), xs=[1, 2])  # the batch sizes of each execution
+        [[1, 1], [2]]
+        """
+        return self._enter_tick(Stream, n.Batch, tick, nondet)
 
     def batch_aligned(
         self: Stream[T_co, P, B, O], tick: Tick[P], align: LocalAlignPoint[P], nondet: NonDet
     ) -> Stream[T_co, Tick[P], Bounded, O]:
-        """Like batch, consistent with every other use of the align point (see docs/design.md §2)."""
-        tid = self._need_tick_of(tick, "batch_aligned()")
-        ap = self._need_align_of(align, "batch_aligned()")
-        nd = self._need_nondet(nondet, "batch_aligned()")
-        meta = self._meta.but(loc=tid, bounded=True)
-        return self._derive(Stream, n.Batch, meta, loc=tick, input=self._node, tick=tid, nondet=nd, align=ap.id)
+        """Like batch, consistent with every other use of the align point (see docs/design.md §2).
+
+        >>> align = server.local_align_point()
+        >>> run(server.source("xs", int).batch_aligned(tick, align, nondet("any grouping will do")), xs=[1, 2])
+        [1, 2]
+        """
+        return self._enter_tick(Stream, n.Batch, tick, nondet, align)
 
     def all_ticks(self: Stream[T_co, Tick[P], Bounded, O]) -> Stream[T_co, P, Unbounded, O]:
-        """The batches of every tick, concatenated into a top-level stream."""
-        self._need_tick("all_ticks()")
-        tick: Any = self._loc
-        return self._derive(
-            Stream,
-            n.AllTicks,
-            self._meta.but(loc=self._meta.loc.outer, bounded=False),  # type: ignore[union-attr]
-            loc=tick.outer,
-            input=self._node,
-        )
+        """The batches of every tick, concatenated into a top-level stream.
+
+        >>> batch = server.source("xs", int).batch(tick, nondet("any grouping will do"))
+        >>> run(batch.map(lambda x: x * 2).all_ticks(), xs=[1, 2])
+        [2, 4]
+        """
+        return self._leave_tick(Stream, n.AllTicks)
 
     def defer_tick(self: Stream[T_co, Tick[P], Bounded, O]) -> Stream[T_co, Tick[P], Bounded, O]:
-        """The batch this stream had in the previous tick (empty in the first)."""
-        self._need_tick("defer_tick()")
-        return self._derive(Stream, n.DeferTick, self._meta, input=self._node)
+        """The batch this stream had in the previous tick (empty in the first).
 
-    # ------------------------------------------------------------- alignment
+        A tick holding deferred elements runs once more on its own to pass them on: below,
+        each round's input enters one run (which sees nothing deferred) and the next run
+        counts it.
+
+        >>> batch = server.source("xs", int).batch(tick, nondet("any grouping will do"))
+        >>> run(batch.defer_tick().count(), {"xs": [1, 2]}, {"xs": [3]})
+        [[0, 2], [0, 1]]
+        """
+        return self._defer_tick(Stream)
+
+    # ------------------------------------------------------------- alignment (bodies in _time.py)
     def release_aligned(self: Stream[T_co, P, B, O], align: LocalAlignPoint[P]) -> Stream[T_co, P, B, O]:
-        """Release each element only once every later aligned batch/snapshot reflects it."""
-        self._need_top("release_aligned()", rules.FIX_RELEASE_TOP)
-        ap = self._need_align_of(align, "release_aligned()")
-        return self._derive(Stream, n.ReleaseAligned, self._meta, input=self._node, align=ap.id)
+        """Release each element only once every later aligned batch/snapshot reflects it.
+
+        >>> align = server.local_align_point()
+        >>> run(server.source("xs", int).release_aligned(align), xs=[1, 2])
+        [1, 2]
+        """
+        return self._mark_aligned(Stream, n.ReleaseAligned, align)
 
     def aligned_at(self: Stream[T_co, P, B, O], align: LocalAlignPoint[P]) -> Stream[T_co, P, B, O]:
-        """Explicit mode: declare this stream an upstream to align at `align`."""
-        self._need_top("aligned_at()", rules.FIX_ALIGNED_AT_TOP)
-        ap = self._need_align_of(align, "aligned_at()")
-        return self._derive(Stream, n.AlignedAt, self._meta, input=self._node, align=ap.id)
+        """Explicit mode: declare this stream an upstream to align at `align`.
+
+        >>> align = server.local_align_point()
+        >>> run(server.source("xs", int).aligned_at(align), xs=[1, 2])
+        [1, 2]
+        """
+        return self._mark_aligned(Stream, n.AlignedAt, align)
 
     # ------------------------------------------------------------- network
     @overload
@@ -349,7 +477,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[T_co, Cluster[Tag], B, O], dest: Process[Tag2]
     ) -> KeyedStream[MemberId[Tag], T_co, Process[Tag2], Unbounded, O]: ...
     def send(self, dest: Process[Any]) -> Any:
-        """Send to a process; from a cluster, the result is keyed by the sending member."""
+        """Send to a process; from a cluster, the result is keyed by the sending member.
+
+        >>> run(workers.source("ys", str).send(server), ys={0: ["a"], 1: ["b"]})  # keyed by sender
+        [(MemberId(raw=0), 'a'), (MemberId(raw=1), 'b')]
+        """
         return self._send(dest, n.SendMode.DIRECT, "send()", Process)
 
     @overload
@@ -361,7 +493,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[T_co, Cluster[Tag], B, O], dest: Cluster[Tag2]
     ) -> KeyedStream[MemberId[Tag], T_co, Cluster[Tag2], Unbounded, O]: ...
     def broadcast(self, dest: Cluster[Any]) -> Any:
-        """Send every element to every member of a cluster."""
+        """Send every element to every member of a cluster.
+
+        >>> run(server.source("xs", int).broadcast(workers), xs=[1, 2])  # member -> what it received
+        {0: [1, 2], 1: [1, 2]}
+        """
         return self._send(dest, n.SendMode.BROADCAST, "broadcast()", Cluster)
 
     # The payload is U, not T_co: T_co is the class's own parameter, already bound to the pair type.
@@ -374,7 +510,13 @@ class Stream(Live, Generic[T_co, L, B, O]):
         self: Stream[tuple[MemberId[Tag2], U], Cluster[Tag], B, O], dest: Cluster[Tag2]
     ) -> KeyedStream[MemberId[Tag], U, Cluster[Tag2], Unbounded, O]: ...
     def demux(self, dest: Cluster[Any]) -> Any:
-        """Send each (member_id, x) element's x to that member only."""
+        """Send each (member_id, x) element's x to that member only.
+
+        >>> from hydrolite import MemberId
+        >>> routed = server.source("xs", str).map(lambda s: (MemberId(len(s) % 2), s))
+        >>> run(routed.demux(workers), xs=["a", "bb", "cc"])
+        {0: ['bb', 'cc'], 1: ['a']}
+        """
         return self._send(dest, n.SendMode.DEMUX, "demux()", Cluster)
 
     def _send(self, dest: object, mode: n.SendMode, op: str, dest_cls: type[TopLevel]) -> Any:
@@ -404,7 +546,11 @@ class Stream(Live, Generic[T_co, L, B, O]):
     @overload
     def sink(self: Stream[T_co, Cluster[Tag], B, O], name: str) -> SinkPort[T_co]: ...
     def sink(self, name: str) -> SinkPort[Any]:
-        """Write every element to the named output port."""
+        """Write every element to the named output port.
+
+        >>> server.source("xs", int).sink("out")
+        SinkPort(name='out', elem=<class 'int'>, ordered=True)
+        """
         self._need_top("sink()", rules.FIX_SINK_TOP)
         node = n.Sink(meta=self._meta, site=capture_site(), input=self._node, port=name)
         self._loc.flow._register_sink(node)

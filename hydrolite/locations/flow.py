@@ -31,11 +31,23 @@ class FlowBuilder:
 
     # ------------------------------------------------------------- locations
     def process(self, tag: type[Tag]) -> Process[Tag]:
-        """The process named by the tag class."""
+        """The process named by the tag class.
+
+        >>> import hydrolite as hl
+        >>> class Server: ...
+        >>> hl.FlowBuilder().process(Server)
+        <Process[Server]>
+        """
         return Process(self, ProcessId(self._claim_tag(tag), self._next_loc()))
 
     def cluster(self, tag: type[Tag]) -> Cluster[Tag]:
-        """The cluster named by the tag class."""
+        """The cluster named by the tag class.
+
+        >>> import hydrolite as hl
+        >>> class Workers: ...
+        >>> hl.FlowBuilder().cluster(Workers)
+        <Cluster[Workers]>
+        """
         return Cluster(self, ClusterId(self._claim_tag(tag), self._next_loc()))
 
     def _claim_tag(self, tag: Any) -> str:
@@ -120,7 +132,16 @@ class FlowBuilder:
 
     # ------------------------------------------------------------- finishing
     def finalize(self) -> Flow:
-        """Check the program is complete and return its immutable IR (once)."""
+        """Check the program is complete and return its immutable IR (once).
+
+        >>> import hydrolite as hl
+        >>> class Server: ...
+        >>> flow = hl.FlowBuilder("echo")
+        >>> port = flow.process(Server).source("xs", int).sink("out")
+        >>> program = flow.finalize()
+        >>> sorted(program.sources), sorted(program.sinks)
+        (['xs'], ['out'])
+        """
         self._check_open()
         missing = [c for c in self._cycles if c not in self._completed]
         if missing:

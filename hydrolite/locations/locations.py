@@ -54,11 +54,25 @@ class TopLevel(Location):
     id: TopId
 
     def tick(self: P) -> Tick[P]:
-        """A new logical clock on this location."""
+        """A new logical clock on this location.
+
+        >>> import hydrolite as hl
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> server.tick()
+        <Tick#0[Process[Server]]>
+        """
         return Tick(self, self._flow._new_tick(self.id, capture_site()))
 
     def local_align_point(self: P) -> LocalAlignPoint[P]:
-        """A point at which aligned batches/snapshots see the same version of shared upstreams."""
+        """A point at which aligned batches/snapshots see the same version of shared upstreams.
+
+        >>> import hydrolite as hl
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> str(server.local_align_point().id)
+        'align#0[Process[Server]]'
+        """
         site = capture_site()
         return LocalAlignPoint(self, self._flow._new_align(self.id, site), site)
 
@@ -67,6 +81,13 @@ class TopLevel(Location):
 
         `ty` is any type expression: `int`, `float | None`, `tuple[str, int]`, a dataclass.
         (A bare `tuple` or `list` means `tuple[Any, ...]`/`list[Any]`: spell the items.)
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> run(server.source("temps", float).map(round), temps=[20.4, 21.6])
+        [20, 22]
         """
         from ..live.stream import Stream
 
@@ -79,7 +100,15 @@ class TopLevel(Location):
     def keyed_source(
         self: P, name: str, key: TypeForm[K], value: TypeForm[V]
     ) -> KeyedStream[K, V, P, Unbounded, TotalOrder]:
-        """A named input port of (key, value) pairs, seen as a keyed stream."""
+        """A named input port of (key, value) pairs, seen as a keyed stream.
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> run(server.keyed_source("visits", str, int).count(), visits=[("ann", 1), ("bob", 1), ("ann", 2)])
+        [('ann', 2), ('bob', 1)]
+        """
         from ..live.keyed_stream import KeyedStream
 
         site = capture_site()
@@ -89,7 +118,15 @@ class TopLevel(Location):
         return KeyedStream(node, self)
 
     def source_iter(self: P, values: Iterable[T]) -> Stream[T, P, Bounded, TotalOrder]:
-        """A finite literal input (handy for constants and tests)."""
+        """A finite literal input (handy for constants and tests).
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> run(server.source_iter(["a", "b"]).count())
+        [2]
+        """
         from ..live.stream import Stream
 
         items = tuple(values)
@@ -153,7 +190,17 @@ class Tick(Location, Generic[P]):
             )
 
     def singleton(self, value: T) -> Singleton[T, Tick[P], Bounded]:
-        """A constant singleton holding `value` in every tick."""
+        """A constant singleton holding `value` in every tick.
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> tick = server.tick()
+        >>> batch = server.source("xs", int).batch(tick, hl.nondet("any grouping will do"))
+        >>> run(batch.cross_singleton(tick.singleton(10)).map(lambda p: p[0] * p[1]), xs=[1, 2])
+        [10, 20]
+        """
         from ..live.singleton import Singleton
 
         meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(value))
@@ -173,6 +220,18 @@ class Tick(Location, Generic[P]):
         `ordering` is the ordering of what it carries: TotalOrder (the default) or NoOrder,
         so an unordered collection (a keyed fold's entries) is carried without pretending
         to an order: `tick.stream_cycle(tuple[str, int], NoOrder)`.
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> tick = server.tick()
+        >>> handle, seen = tick.stream_cycle(int)  # what arrived in earlier ticks
+        >>> batch = server.source("xs", int).batch(tick, hl.nondet("any grouping will do"))
+        >>> everything = seen.chain(batch)
+        >>> handle.complete_next_tick(everything)
+        >>> run(everything.count().latest(), {"xs": [1, 2]}, {"xs": [3]})  # how many so far
+        [[2], [3]]
         """
         from ..live.stream import Stream
         from .markers import NoOrder as _NoOrder
@@ -189,7 +248,20 @@ class Tick(Location, Generic[P]):
     def singleton_cycle(
         self, initial: T
     ) -> tuple[TickCycle[Singleton[T, Tick[P], Bounded]], Singleton[T, Tick[P], Bounded]]:
-        """A singleton carrying state to the next tick; `initial` in the first tick."""
+        """A singleton carrying state to the next tick; `initial` in the first tick.
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> tick = server.tick()
+        >>> handle, total = tick.singleton_cycle(0)
+        >>> batch = server.source("xs", int).batch(tick, hl.nondet("any grouping will do"))
+        >>> new_total = total.zip(batch.fold(0, lambda acc, x: acc + x)).map(sum)
+        >>> handle.complete_next_tick(new_total)
+        >>> run(new_total, {"xs": [1, 2]}, {"xs": [3]})
+        [[3], [6]]
+        """
         from ..live.singleton import Singleton
 
         meta = Meta(Kind.SINGLETON, self.id, bounded=True, ordered=True, elem=type(initial))
@@ -198,7 +270,19 @@ class Tick(Location, Generic[P]):
     def optional_cycle(
         self, ty: TypeForm[T]
     ) -> tuple[TickCycle[OptionalSingleton[T, Tick[P], Bounded]], OptionalSingleton[T, Tick[P], Bounded]]:
-        """An optional singleton carried to the next tick (empty in the first tick)."""
+        """An optional singleton carried to the next tick (empty in the first tick).
+
+        >>> import hydrolite as hl
+        >>> from hydrolite.live.demo import run
+        >>> class Server: ...
+        >>> server = hl.FlowBuilder().process(Server)
+        >>> tick = server.tick()
+        >>> handle, previous = tick.optional_cycle(int)  # empty in the first tick
+        >>> batch = server.source("xs", int).batch(tick, hl.nondet("any grouping will do"))
+        >>> handle.complete_next_tick(batch.last())
+        >>> run(previous, {"xs": [1, 2]}, {"xs": [3]})
+        [[], [2]]
+        """
         from ..live.singleton import OptionalSingleton
 
         meta = Meta(Kind.OPTIONAL, self.id, bounded=True, ordered=True, elem=ty)
