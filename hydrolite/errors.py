@@ -76,3 +76,13 @@ class FlowError(HydroliteError, ValueError):
     def __init__(self, message: str, *, site: CallSite | None = None, fix: str = "") -> None:
         self.site = site if site is not None else capture_site()
         super().__init__(format_at(self.site, message, f"fix: {fix}" if fix else ""))
+
+
+class UserFunctionError(HydroliteError, RuntimeError):
+    """A function the user passed to an operator raised (or returned a value of the wrong
+    type) on one element. Each backend raises its own subclass — the simulator's carries the
+    IR node, Spark's the fields that survive the trip from a Python worker — so
+    `except hydrolite.errors.UserFunctionError` catches the failure on either backend.
+    """
+
+    code: ClassVar[str] = "HL-USER-FUNCTION"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .. import errors
 from ..errors import HydroliteError, format_at
 from .values import render
 
@@ -21,10 +22,9 @@ class NoMoreOutput(AssertionError):
     """A receiver waited for an output, but nothing more can be produced in this execution."""
 
 
-class UserFunctionError(HydroliteError, RuntimeError):
-    """A function the user passed to an operator raised; names the operator, site and element."""
-
-    code: ClassVar[str] = "HL-USER-FUNCTION"
+class UserFunctionError(errors.UserFunctionError):
+    """A function the user passed to an operator raised; names the operator, site and element
+    (the simulator's form of `hydrolite.errors.UserFunctionError`)."""
 
     def __init__(self, node: Node, element: Any, where: str, exc: BaseException) -> None:
         self.node = node

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..ir.meta import Kind
 from ..ir.nodes import Sink
+from ..receiving import ReceiverAssertions
 from .errors import NoMoreOutput, SimUsageError
 from .por import sink_resource
 from .values import render
@@ -92,8 +93,9 @@ class Sender(Generic[T]):
         return f"<Sender {self.port!r}>"
 
 
-class Receiver(Generic[T]):
-    """Reads the outputs of a sink port, running the program until they appear.
+class Receiver(ReceiverAssertions[T]):
+    """Reads the outputs of a sink port, running the program until they appear (the
+    `assert_*` checks are `hydrolite.receiving`'s, shared with the Spark harness).
 
     Waiting (`next`, the `assert_*` methods) runs scheduler steps (each possibly a choice)
     until an output is there. When nothing more can be produced in this execution, `next`
@@ -144,52 +146,6 @@ class Receiver(Generic[T]):
         if w.trace is not None and out:
             w.trace.append(("recv", self.port, w.prog.places[self._place].label, out))
         return out
-
-    def assert_yields(self, expected: Iterable[T]) -> None:
-        """The next outputs are exactly `expected`, in order (more may follow)."""
-        want = list(expected)
-        for i, e in enumerate(want):
-            try:
-                got = self.next()
-            except NoMoreOutput:
-                raise NoMoreOutput(f"{self.port!r} ended early: still expected {render(want[i:])}") from None
-            if got != e:
-                raise AssertionError(
-                    f"{self.port!r} yielded {render(got)}, expected {render(e)} (item {i + 1} of {render(want)})"
-                )
-
-    def assert_yields_unordered(self, expected: Iterable[T]) -> None:
-        """The next len(expected) outputs are `expected`, in any order."""
-        want = list(expected)
-        remaining = list(want)
-        for _ in range(len(want)):
-            try:
-                got = self.next()
-            except NoMoreOutput:
-                raise NoMoreOutput(
-                    f"{self.port!r} ended early: still expected {render(remaining)} (in any order)"
-                ) from None
-            if got not in remaining:
-                raise AssertionError(
-                    f"{self.port!r} yielded unexpected {render(got)}; still expected {render(remaining)} (in any order)"
-                )
-            remaining.remove(got)
-
-    def assert_no_more(self) -> None:
-        """Nothing more is produced, whatever runs next."""
-        extra = self.collect()
-        if extra:
-            raise AssertionError(f"{self.port!r} yielded unexpected {render(extra)}, expected no more outputs")
-
-    def assert_yields_only(self, expected: Iterable[T]) -> None:
-        """Exactly `expected`, in order, and then nothing more."""
-        self.assert_yields(expected)
-        self.assert_no_more()
-
-    def assert_yields_only_unordered(self, expected: Iterable[T]) -> None:
-        """Exactly `expected`, in any order, and then nothing more."""
-        self.assert_yields_unordered(expected)
-        self.assert_no_more()
 
     def __repr__(self) -> str:
         return f"<Receiver {self.port!r}>"

@@ -160,12 +160,10 @@ def replay_ticks(
 def operator_chain(sink: Sink, limit: int = 12) -> str:
     """The operators that produced a sink's elements, newest first, with the user's lines
     (follows the first input of each operator up to a source)."""
-    import os
-
     parts: list[str] = []
     node: Node = sink
     while True:
-        parts.append(f"{node.op}() at {os.path.basename(node.site.file)}:{node.site.line}")
+        parts.append(f"{node.op}() at {node.site.label}")
         if isinstance(node, Source) or not node.children or len(parts) >= limit:
             break
         node = node.children[0]

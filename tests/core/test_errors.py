@@ -102,3 +102,15 @@ def test_spark_conditions_are_read_from_the_structured_error() -> None:
     outer.__cause__ = Captured()
     assert describe_spark_error(outer) == "[DIVIDE_BY_ZERO] Division by zero. Use `try_divide`."
     assert from_spark_error("no hydrolite error here") is None
+
+
+def test_one_user_function_error_to_catch_on_either_backend() -> None:
+    """The simulator's and Spark's failures of a user function share one class to catch."""
+    from hydrolite import errors
+    from hydrolite.planner.spark.errors import UserFunctionError as SparkUFE
+    from hydrolite.sim.errors import UserFunctionError as SimUFE
+
+    for cls in (SimUFE, SparkUFE):
+        assert issubclass(cls, errors.UserFunctionError) and cls.code == "HL-USER-FUNCTION"
+    err = SparkUFE("map", __file__, 1, 5, 3, "tick0", ZeroDivisionError("x"))
+    assert isinstance(pickle.loads(pickle.dumps(err)), errors.UserFunctionError)

@@ -15,6 +15,7 @@ import linecache
 import re
 from typing import Any, ClassVar
 
+from ... import errors
 from ..._site import CallSite
 from ...errors import HydroliteError
 from ...ir.nodes import Node
@@ -49,8 +50,9 @@ class SparkRunError(HydroliteError, RuntimeError):
             self.add_note(_NOTE + json.dumps(data, default=str))
 
 
-class UserFunctionError(SparkRunError):
-    """A user function raised, or returned a value of the wrong type, on one element."""
+class UserFunctionError(SparkRunError, errors.UserFunctionError):
+    """A user function raised, or returned a value of the wrong type, on one element (Spark's
+    form of `hydrolite.errors.UserFunctionError`: the fields survive a worker's pickling)."""
 
     code: ClassVar[str] = "HL-USER-FUNCTION"
     _fields: ClassVar[tuple[str, ...]] = ("op", "file", "line", "batch_id", "stage")

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ..._site import CallSite
 from ...ir import nodes as n
 from .errors import SparkRunError, site_of
 from .pyfn import FnSite
@@ -72,7 +73,7 @@ class BatchCtx:
             node.site.file,
             node.site.line,
         ):
-            fn_at = f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+            fn_at = CallSite(code.co_filename, code.co_firstlineno).label
         return FnSite(node.op, node.site.file, node.site.line, self.batch_id, self.stage.name, fn_at)
 
     def fresh(self, prefix: str = "_o") -> str:

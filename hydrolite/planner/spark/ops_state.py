@@ -23,9 +23,10 @@ from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
 from .lambdas import NotTranslatable, TExpr, literal
 from .ops import empty_like, project, row_index, sframe
 from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
-from .types import OPAQUE, HType, TupleT, from_python, of_value
+from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
+INT = Prim(int)  # counts and indexes
 Aggregate = n.Fold | n.Reduce | n.Count | n.First | n.Last  # nodes folding a stream into a value
 
 
@@ -37,7 +38,7 @@ def _acc_type(value: Any, fallback: HType) -> HType:
 def _spec(node: Aggregate, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType]:
     """(algebra or None, has_init, init, accumulator type) of an aggregating node."""
     if isinstance(node, n.Count):
-        return COUNT, True, 0, of_value(0)  # type: ignore[return-value]
+        return COUNT, True, 0, INT
     if isinstance(node, n.First):
         return FIRST, False, None, sf.vt
     if isinstance(node, n.Last):
@@ -241,17 +242,17 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         if count:
             ctx.state.put(key, offset + count)
         v = F.struct((idx + F.lit(offset)).cast("long").alias("_1"), F.col("v").alias("_2"))
-        return project(sf, v, TupleT((of_value(0), sf.vt)))  # type: ignore[arg-type]
+        return project(sf, v, TupleT((INT, sf.vt)))
     assert sf.kt is not None
     counts = {sf.kt.decode(r["k"]): r["n"] for r in sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()}
     offsets = ctx.state.get_many(key, list(counts))
     ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()})
-    off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], of_value(0), list(counts), sf.kt, ordered=False)  # type: ignore[arg-type]
+    off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], INT, list(counts), sf.kt, ordered=False)
     offdf = off.df.select(F.col("k").alias("_ok"), F.col("v").alias("_off"))
     df = sf.df.withColumn("_idx", idx).join(offdf, F.col("k").eqNullSafe(F.col("_ok")), "left")
     v = F.struct((F.col("_idx") + F.col("_off")).cast("long").alias("_1"), F.col("v").alias("_2"))
     out = SFrame(df, sf.vt, sf.kt, sf.order)
-    return project(out, v, TupleT((of_value(0), sf.vt)))  # type: ignore[arg-type]
+    return project(out, v, TupleT((INT, sf.vt)))
 
 
 # ------------------------------------------------------------------ previous tick

@@ -359,13 +359,12 @@ class StageRunner(StageOutputs):
     def _blocked(self, inputs: dict[int, Val]) -> bool:
         """Whether the tick cannot run yet: a singleton read from another query has no version
         (in the model the tick waits for one; running it with no value would be wrong)."""
-        return any(
-            inp.node is not None
-            and inp.node.meta.kind is Kind.SINGLETON
-            and isinstance(inputs.get(id(inp.node)), Scalar)
-            and not inputs[id(inp.node)].present  # type: ignore[union-attr]
-            for inp in self.inputs
-        )
+        for inp in self.inputs:
+            value = inputs.get(id(inp.node)) if inp.node is not None else None
+            if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON and isinstance(value, Scalar):
+                if not value.present:
+                    return True
+        return False
 
     def _hold(self, df: DataFrame, files: dict[int, list[str]], batch_id: int, state: Any) -> None:
         """Keep a blocked batch's input rows (under `held/<batch id>`, idempotent on replay) for
@@ -517,8 +516,9 @@ class FlowRunner:
             if s.error is not None:
                 raise s.error
             q = s.query
-            if q is not None and not q.isActive and q.exception() is not None:
-                raise SparkRunError(f"query {s.stage.name!r} stopped: {describe_spark_error(q.exception())}")  # type: ignore[arg-type]
+            failure = q.exception() if q is not None and not q.isActive else None
+            if failure is not None:
+                raise SparkRunError(f"query {s.stage.name!r} stopped: {describe_spark_error(failure)}")
 
     def process_all_available(self) -> None:
         """Process everything currently available in every query (channels included)."""

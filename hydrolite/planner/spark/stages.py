@@ -16,7 +16,6 @@ Pure planning (no Spark needed, so `hydrolite plan` is instant):
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,13 +28,15 @@ from ...ir.ids import ClusterId, TickId
 from ...ir.meta import Kind
 from ...ir.roles import Role, Roles, classify
 from ...ir.stable import Identity, identities
+from ...ir.union_find import UnionFind
 
 if TYPE_CHECKING:
     from .placement import StagePlacement
 
 
 def where(node: n.Node) -> str:
-    return f"{os.path.basename(node.site.file)}:{node.site.line}"
+    """`file.py:12` of the operator's call (`CallSite.label`)."""
+    return node.site.label
 
 
 @dataclass
@@ -347,23 +348,16 @@ class _Cutter:
         # pure top-level pipelines: sinks (and what they need) with no tick upstream
         groups: dict[int, int] = {}
         sinks = [r for r in self.flow.roots if isinstance(r, n.Sink) and id(r) not in self.home]
-        parent: list[int] = list(range(len(sinks)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                i = parent[i]
-            return i
-
+        uf: UnionFind[int] = UnionFind(rank=lambda i: i)  # a group is named by its first sink
         for i, s in enumerate(sinks):
             for up in _upstream(s):
                 if id(up) in groups:
-                    a, b = find(groups[id(up)]), find(i)
-                    parent[max(a, b)] = min(a, b)
+                    uf.union(groups[id(up)], i)
                 else:
                     groups[id(up)] = i
-        reps = sorted({find(i) for i in range(len(sinks))})
+        reps = sorted({uf.find(i) for i in range(len(sinks))})
         for i, s in enumerate(sinks):
-            self.home[id(s)] = PipelineHome(reps.index(find(i)))
+            self.home[id(s)] = PipelineHome(reps.index(uf.find(i)))
 
     def _stage_keys(self) -> list[StageHome]:
         keys: list[StageHome] = []
