@@ -261,14 +261,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PORT=SPEC",
-        help="bind a source port: DIR, json:|csv:|parquet:DIR, feed:DIR, rate:rowsPerSecond=N, demo",
+        help="bind a source port: DIR, json:|csv:|parquet:DIR, feed:DIR, delta:PATH, rate:rowsPerSecond=N, demo, "
+        "or a scheme of an installed port plugin (docs/ports.md)",
     )
     run.add_argument(
         "--output",
         action="append",
         default=[],
         metavar="PORT=SPEC",
-        help="bind a sink port: DIR, json:|csv:|parquet:DIR, console, memory",
+        help="bind a sink port: DIR, json:|csv:|parquet:DIR, delta:PATH, postgres:DSN?table=T, console, memory, "
+        "callback:module:function, or a scheme of an installed port plugin (docs/ports.md)",
     )
     run.add_argument("--checkpoint", help="checkpoint directory (default .hydrolite/<program name>); rerun to resume")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration")
