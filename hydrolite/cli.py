@@ -68,14 +68,15 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------ plan
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .planner.spark.placement import place
+    from .planner.spark.placement import place, resolve_keyed_state
     from .planner.spark.render import RENDERERS
     from .planner.spark.stages import plan_flow
 
     _, flow = load_program(args.program)
     plan = plan_flow(flow)
+    on_executors, why = resolve_keyed_state(args.keyed_state, args.master or "local[*]")
     for stage in plan.stages:  # where state lives, as `run --keyed-state` would place it
-        stage.placement = place(stage, executors=args.keyed_state == "executors")
+        stage.placement = place(stage, executors=on_executors, driver_why=why, joins=args.keyed_state != "driver")
     if args.against is not None:
         from .planner.spark.upgrade import reconcile
 
@@ -91,10 +92,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _keyed_state_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keyed-state",
-        choices=("executors", "driver"),
-        default="executors",
+        choices=("auto", "executors", "driver"),
+        default="auto",
         help="executors: keyed state read only per key is partitioned across Spark's executors (its state store); "
-        "driver: all state in the driver's store (how checkpoints of earlier hydrolite versions keep it)",
+        "driver: all state in the driver's store (how checkpoints of earlier hydrolite versions keep it); "
+        "auto (default): executors on a cluster master, driver on a local one (measured faster there)",
     )
 
 
@@ -325,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for run: accept that this operator's state starts empty / is dropped",
     )
     _keyed_state_option(plan)
+    plan.add_argument("--master", help="the master the run will use (decides --keyed-state auto; default local[*])")
     plan.set_defaults(fn=cmd_plan)
 
     offsets = sub.add_parser("offsets", help="show, per tick (micro-batch), the source offsets it covered")

@@ -116,7 +116,13 @@ def test_crash_inside_a_batch_replays_from_the_state_version_before_it(
 def test_resuming_with_the_state_elsewhere_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     _run(spark, tmp_path, keyed_state="driver")
     with pytest.raises(PlanChangedError) as err:
-        FlowRunner(kvstore.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=_feeds(tmp_path))
+        FlowRunner(
+            kvstore.build(),
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs=_feeds(tmp_path),
+            keyed_state="executors",
+        )
     text = str(err.value)
     assert "adds Spark's keyed-state operator" in text
     assert "lives on the driver in this checkpoint" in text
@@ -157,6 +163,7 @@ def test_a_failing_function_names_operator_element_and_batch(spark: SparkSession
         spark=spark,
         checkpoint=str(tmp_path / "ck"),
         inputs={"put": f"feed:{tmp_path / 'put'}{cap}", "get": f"feed:{tmp_path / 'get'}{cap}"},
+        keyed_state="executors",
     )
     assert runner.plan.stages[0].placement is not None and runner.plan.stages[0].placement.region is not None
     with runner, pytest.raises(UserFunctionError) as err:
@@ -194,3 +201,14 @@ def test_file_inputs_fold_each_key_in_arrival_order(spark: SparkSession, tmp_pat
             runner.process_all_available()
             answers[mode] = sorted(runner.memory("got").values())
     assert answers["executors"] == answers["driver"] == [("j", ("g", 7)), ("k", ("g", 3))]
+
+
+def test_auto_keeps_state_on_the_driver_on_a_local_master(spark: SparkSession, tmp_path: Path) -> None:
+    """keyed_state='auto' (the default) chooses by measurement: on a local master the driver
+    store is faster (placement.resolve_keyed_state), and the plan says why."""
+    runner = FlowRunner(kvstore.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=_feeds(tmp_path))
+    with runner:
+        placement = runner.plan.stages[0].placement
+        assert placement is not None and placement.region is None
+        (p,) = placement.placements
+        assert not p.executors and "keyed_state='auto' on the local master" in p.why

@@ -89,7 +89,13 @@ class SparkReceiver(ReceiverAssertions[Any]):
 class SparkHarness:
     """A program on Spark with every source fed through a hydrolite feed and every sink in memory."""
 
-    def __init__(self, flow: Flow | Callable[[], Flow], spark: SparkSession, directory: str | None = None) -> None:
+    def __init__(
+        self,
+        flow: Flow | Callable[[], Flow],
+        spark: SparkSession,
+        directory: str | None = None,
+        keyed_state: str = "executors",  # conformance covers the executor path wherever it applies
+    ) -> None:
         self.flow = flow if isinstance(flow, Flow) else flow()
         self.dir = directory or tempfile.mkdtemp(prefix="hydrolite-harness-")
         self.writers: dict[str, FeedWriter] = {}
@@ -100,7 +106,13 @@ class SparkHarness:
             path = os.path.join(self.dir, "inputs", port)
             self.writers[port] = FeedWriter(path, vt, kt)
             inputs[port] = f"feed:{path}"
-        self.runner = FlowRunner(self.flow, spark=spark, checkpoint=os.path.join(self.dir, "checkpoint"), inputs=inputs)
+        self.runner = FlowRunner(
+            self.flow,
+            spark=spark,
+            checkpoint=os.path.join(self.dir, "checkpoint"),
+            inputs=inputs,
+            keyed_state=keyed_state,
+        )
         self.senders = {p: SparkSender(self, p) for p in self.flow.sources}
         self.receivers = {p: SparkReceiver(self, p) for p in self.flow.sinks}
         self.started = False

@@ -51,7 +51,7 @@ from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock
 from .offsets import check_restart
 from .outputs import StageOutputs
-from .placement import place
+from .placement import KEYED_STATE, place, resolve_keyed_state
 from .ports import (
     FeedInput,
     FileInput,
@@ -424,18 +424,19 @@ class FlowRunner:
         fault: FaultHook | None = None,
         reset_state: Sequence[str] = (),
         lock: CheckpointLock | None = None,
-        keyed_state: str = "executors",
+        keyed_state: str = "auto",
     ) -> None:
         self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
-        if keyed_state not in ("executors", "driver"):
+        if keyed_state not in KEYED_STATE:
             raise SparkRunError(
-                f"keyed_state must be 'executors' or 'driver', not {keyed_state!r}\n"
-                "  fix: 'executors' (the default) partitions keyed state across Spark's executors where the program "
-                "allows; 'driver' keeps all state in the driver's store"
+                f"keyed_state must be one of {', '.join(KEYED_STATE)}, not {keyed_state!r}\n"
+                "  fix: 'executors' partitions keyed state across Spark's executors where the program allows; "
+                "'driver' keeps all state in the driver's store; 'auto' (the default) chooses by the master"
             )
-        for stage in self.plan.stages:  # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
-            stage.placement = place(stage, executors=keyed_state == "executors")
         self.spark = spark if spark is not None else spark_session(master)
+        on_executors, why = resolve_keyed_state(keyed_state, self.spark.sparkContext.master or "local[*]")
+        for stage in self.plan.stages:  # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
+            stage.placement = place(stage, executors=on_executors, driver_why=why, joins=keyed_state != "driver")
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
             raise SparkRunError(
                 "running on Spark Connect is not supported yet: Connect runs foreachBatch in a server-side "
