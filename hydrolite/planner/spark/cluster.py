@@ -118,9 +118,17 @@ def _drop_key(e: Any) -> Any:
     return (e[0][0], e[1])
 
 
-def _to_sender(e: Any) -> Any:
-    """(m, x) -> (MemberId(m), x): how the simulator keys what a member sends."""
-    return (MemberId(e[0]), e[1])
+@dataclass(frozen=True)
+class _ToSender:
+    """(m, x) -> (MemberId(m), x): how the simulator keys what a member sends. (A callable
+    object, run in Python: the native translation of `MemberId(e[0])` casts the member to a
+    long whatever its encoding.)"""
+
+    def __call__(self, e: Any) -> Any:
+        return (MemberId(e[0]), e[1])
+
+
+_to_sender = _ToSender()
 
 
 def _wrap(v: Any) -> Any:
@@ -194,6 +202,16 @@ class _CheckMember:
                 f"input {self.port!r} has a record for member {m!r}, but the cluster has {self.size} members"
             )
         return e
+
+
+@dataclass(frozen=True)
+class _MemberFirst:
+    """`sort()` per member: the sort key of a (member, x) pair."""
+
+    key: Callable[[Any], Any] | None
+
+    def __call__(self, e: Any) -> tuple[int, Any]:
+        return e[0], e[1] if self.key is None else self.key(e[1])
 
 
 @dataclass(frozen=True)
@@ -448,7 +466,11 @@ class _Lifter:
                     _const(node.init) if isinstance(node, n.Fold) else _const(0) if isinstance(node, n.Count) else None
                 )
             return self.copy(node, meta)
-        if isinstance(node, (n.Enumerate, n.Unique, n.Sort, n.Batch, n.AllTicks, n.ReleaseAligned)):
+        if isinstance(node, n.Sort):  # sorted per member: by (member, the user's key)
+            ent = self.entries(node, ins[0])
+            by = self.mk(n.Sort, node, ent.meta.but(ordered=True), input=ent, key=_MemberFirst(node.key))
+            return self.rekeyed(node, by, int, node.meta.elem)
+        if isinstance(node, (n.Enumerate, n.Unique, n.Batch, n.AllTicks, n.ReleaseAligned)):
             return self.copy(node, meta)
         if isinstance(node, (n.AssumeOrdering, n.WeakenOrdering, n.AlignedAt, n.Snapshot)):
             self.pass_default(node)
