@@ -122,12 +122,11 @@ def cluster_to_cluster_scenario(s: Any) -> None:
 
 # ------------------------------------------------------------------ keyed state per member
 def keyed_per_member() -> hl.Flow:
-    """Per-member sources, keyed folds in a tick and at top level, enumerate and flat_map."""
+    """Per-member sources, keyed folds in a tick and at top level, lookups per member."""
     flow = hl.FlowBuilder("keyed_per_member")
     w = flow.cluster(Workers)
     tick = w.tick()
     words = w.source("words", str)
-    words.enumerate().flat_map_ordered(lambda e: [e] * (e[0] % 2 + 1)).sink("numbered")
     batch = words.batch(tick, nondet("any grouping")).map(lambda s: (s[:1], len(s))).into_keyed()
     batch.fold(0, lambda acc, n: acc + n).entries().all_ticks().sink("lengths")
     per_key = words.map(lambda s: (s[:1], s)).into_keyed().count()
@@ -139,8 +138,6 @@ def keyed_per_member() -> hl.Flow:
 def keyed_per_member_scenario(s: Any) -> None:
     s.sender("words", member=0).send_many(["ant", "apple", "bee"])
     s.sender("words", member=1).send("axe")
-    s.receiver("numbered", member=0).assert_yields_only([(0, "ant"), (1, "apple"), (1, "apple"), (2, "bee")])
-    s.receiver("numbered", member=1).assert_yields_only([(0, "axe")])
     lengths0 = s.receiver("lengths", member=0).collect()
     assert {k: sum(v for kk, v in lengths0 if kk == k) for k, _ in lengths0} == {"a": 8, "b": 3}, lengths0
     s.receiver("lengths", member=1).assert_yields_only([("a", 3)])
@@ -149,11 +146,27 @@ def keyed_per_member_scenario(s: Any) -> None:
     assert got in ([("a", (None, 1))], []), got  # the snapshot may be older than the words (then no entry)
 
 
+def enumerate_per_member() -> hl.Flow:
+    """Top-level state over time per member: enumerate (indexes per member), then flat_map."""
+    flow = hl.FlowBuilder("enumerate_per_member")
+    words = flow.cluster(Workers).source("words", str)
+    words.enumerate().flat_map_ordered(lambda e: [e] * (e[0] % 2 + 1)).sink("numbered")
+    return flow.finalize()
+
+
+def enumerate_per_member_scenario(s: Any) -> None:
+    s.sender("words", member=0).send_many(["ant", "apple", "bee"])
+    s.sender("words", member=1).send("axe")
+    s.receiver("numbered", member=0).assert_yields_only([(0, "ant"), (1, "apple"), (1, "apple"), (2, "bee")])
+    s.receiver("numbered", member=1).assert_yields_only([(0, "axe")])
+
+
 CASES = [
     Case("demux_gather", demux_gather, {"Workers": 3}, demux_gather_scenario),
     Case("broadcast_count", broadcast_count, {"Workers": 3}, broadcast_count_scenario, exhaustive=False),
     Case("cluster_to_cluster", cluster_to_cluster, {"Workers": 2, "Others": 3}, cluster_to_cluster_scenario),
     Case("keyed_per_member", keyed_per_member, {"Workers": 2}, keyed_per_member_scenario),
+    Case("enumerate_per_member", enumerate_per_member, {"Workers": 2}, enumerate_per_member_scenario),
 ]
 
 

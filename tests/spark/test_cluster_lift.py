@@ -48,13 +48,7 @@ def test_a_cluster_source_is_a_keyed_port_of_member_records() -> None:
     plan = plan_flow(case.build(), {"Workers": 2})
     src = plan.flow.sources["words"]
     assert src.meta.kind is Kind.KEYED_STREAM and src.meta.key is int and src.meta.elem is str
-    assert plan.cluster_ports == {
-        "words": "Workers",
-        "ask": "Workers",
-        "numbered": "Workers",
-        "lengths": "Workers",
-        "counts": "Workers",
-    }
+    assert plan.cluster_ports == {"words": "Workers", "ask": "Workers", "lengths": "Workers", "counts": "Workers"}
 
 
 def test_a_record_for_a_missing_member_fails() -> None:
@@ -63,7 +57,7 @@ def test_a_record_for_a_missing_member_fails() -> None:
 
     def scenario(s: Any) -> None:
         s.sender("words").send((5, "x"))
-        s.receiver("numbered").collect()
+        s.receiver("lengths").collect()
 
     with pytest.raises(
         SimulationFailure, match="input 'words' has a record for member 5, but the cluster has 2 members"
