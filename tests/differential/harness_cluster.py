@@ -114,6 +114,16 @@ def _deliver_all(world: Any) -> None:
                 world.deliver(k)
 
 
+def verify_cluster_run(h: SparkHarness, flow: Flow, sizes: Mapping[str, int]) -> tuple[Any, Any]:
+    """(Spark vs the lifted flow, Spark vs the original cluster program), batch by batch."""
+    with mock.patch.object(verify, "replay_ticks", replay_members(h.plan.flow, {})):
+        lifted = verify.verify_runner(h.runner)
+    with mock.patch.object(verify, "replay_ticks", replay_members(flow, sizes)):
+        with mock.patch.object(verify, "_same", _same):
+            original = verify.verify_runner(h.runner)
+    return lifted, original
+
+
 def run_cluster_case(
     spark: SparkSession, source: str, steps: list[dict[str, list[Any]]], sizes: Mapping[str, int]
 ) -> Outcome:
@@ -139,11 +149,7 @@ def run_cluster_case(
                     else:
                         h.sender(port).send_many(values)
                 h.step()
-            with mock.patch.object(verify, "replay_ticks", replay_members(h.plan.flow, {})):
-                lifted = verify.verify_runner(h.runner)
-            with mock.patch.object(verify, "replay_ticks", replay_members(flow, sizes)):
-                with mock.patch.object(verify, "_same", _same):
-                    original = verify.verify_runner(h.runner)
+            lifted, original = verify_cluster_run(h, flow, sizes)
         finally:
             h.runner.stop()
         if not lifted.identical:

@@ -1,6 +1,7 @@
 """Cluster programs on Spark (`hydrolite/planner/spark/cluster.py`): each shared cluster
 program's scenario (`tests/cluster_programs.py`) passes in the simulator and, unchanged, on
-Spark through `SparkHarness(..., cluster_sizes=...)`; a failing demux fails the run with the
+Spark through `SparkHarness(..., cluster_sizes=...)`, and every batch of the Spark run
+equals its replay in the simulator (lifted flow and cluster program); a failing demux fails the run with the
 simulator's message; refusals are tested without Spark in `test_cluster_lift.py`."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hydrolite import MemberId
 from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.sim import Simulator
+from tests.differential.harness_cluster import verify_cluster_run
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +25,13 @@ pytestmark = pytest.mark.spark
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_cluster_program_on_spark(case: Case, spark: SparkSession, tmp_path: Path) -> None:
     case.simulate(Simulator(case.build(), cluster_sizes=case.sizes), case.scenario)  # the reference
-    SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes=case.sizes).run(case.scenario)
+    h = SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes=case.sizes)
+    h.run(case.scenario)
+    # every batch of the run, replayed in the simulator: on the lifted flow and on the cluster
+    # program itself (each member its own place, all members running in every batch)
+    lifted, original = verify_cluster_run(h, h.flow, case.sizes)
+    assert lifted.identical and lifted.ticks > 0, str(lifted)
+    assert original.identical and original.outputs > 0, str(original)
 
 
 def test_demux_to_a_missing_member_fails_the_batch(spark: SparkSession, tmp_path: Path) -> None:

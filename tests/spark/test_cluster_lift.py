@@ -131,3 +131,22 @@ def test_cli_plan_takes_cluster_members(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "cluster Cluster[Shard]: 3 members, run as Process[Shard*3]" in out
     assert "[Cluster[Shard]: one entry per member, keyed by member index]" in out
+
+
+def test_process_to_process_sends_are_unchanged() -> None:
+    class Client:
+        """Another process tag."""
+
+    flow = hl.FlowBuilder("p2p")
+    client, server, w = flow.process(Client), flow.process(Server), flow.cluster(Workers)
+    client.source("in", int).send(server).broadcast(w).map(lambda x: x + 1).sink("out")
+    lifted = lift_clusters(align_flow(flow.finalize()), {"Workers": 2})
+    (send,) = [x for x in lifted.flow.nodes() if x.op == "send" and str(x.meta.loc) == "Process[Server]"]
+    assert send.meta.kind is Kind.STREAM and send.children[0].meta.loc.tag.endswith("Client")
+
+    def scenario(s: Any) -> None:
+        s.sender("in").send_many([1, 2])
+        s.receiver("out", member=0).assert_yields_only([2, 3])
+        s.receiver("out", member=1).assert_yields_only([2, 3])
+
+    Simulator(lifted.flow).exhaustive(lambda s: scenario(LiftedHandles(s, lifted.ports)))

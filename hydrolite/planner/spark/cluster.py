@@ -45,22 +45,31 @@ from ...ir.ids import AlignId, ClusterId, CycleId, LocId, ProcessId, TickId, Top
 from ...ir.meta import Kind, Meta
 from ...ir.roles import Role, Roles, classify
 from ...locations.locations import MemberId
+from .cluster_fns import (
+    CheckMember,
+    Default,
+    Everyone,
+    EveryoneFrom,
+    Fill,
+    MemberFirst,
+    Route,
+    RouteFrom,
+    const,
+    drop_key,
+    join_key,
+    not_none,
+    split_key,
+    then,
+    to_sender,
+    unwrap_or,
+    wrap,
+)
 from .stages import SparkPlanError, where
 
 DEFAULT_MEMBERS: Final = 2  # as the simulator (`hydrolite.sim.program.DEFAULT_CLUSTER_SIZE`)
 
 
-class _Empty:
-    """The value of an empty optional in a default."""
-
-    def __repr__(self) -> str:
-        return "EMPTY"
-
-
-EMPTY: Final = _Empty()
-Default = Callable[[], Any]  # a member's value when it has no entry (EMPTY: no value)
-
-
+# ------------------------------------------------------------------ the pass
 def has_clusters(flow: Flow) -> bool:
     """Whether any node or port of `flow` lives on a cluster."""
     nodes = [*flow.nodes(), *flow.sources.values()]
@@ -103,160 +112,6 @@ def members_process(cid: ClusterId, size: int) -> ProcessId:
 
 # ------------------------------------------------------------------ re-keying functions
 # Module-level lambdas: translated to native Column expressions where possible (`lambdas.py`).
-def _split_key(e: Any) -> Any:
-    """(m, (k, v)) -> ((m, k), v)."""
-    return ((e[0], e[1][0]), e[1][1])
-
-
-def _join_key(e: Any) -> Any:
-    """((m, k), v) -> (m, (k, v))."""
-    return (e[0][0], (e[0][1], e[1]))
-
-
-def _drop_key(e: Any) -> Any:
-    """((m, k), v) -> (m, v)."""
-    return (e[0][0], e[1])
-
-
-@dataclass(frozen=True)
-class _ToSender:
-    """(m, x) -> (MemberId(m), x): how the simulator keys what a member sends. (A callable
-    object, run in Python: the native translation of `MemberId(e[0])` casts the member to a
-    long whatever its encoding.)"""
-
-    def __call__(self, e: Any) -> Any:
-        return (MemberId(e[0]), e[1])
-
-
-_to_sender = _ToSender()
-
-
-def _wrap(v: Any) -> Any:
-    """A present value, told apart from a missing one after a lookup."""
-    return (v,)
-
-
-def _not_none(v: Any) -> bool:
-    return v is not None
-
-
-@dataclass(frozen=True)
-class _Route:
-    """`demux()`'s routing: `(member, x)` -> (member index, x), checked as the simulator does."""
-
-    size: int
-
-    def index(self, x: Any) -> int:
-        if type(x) is not tuple or len(x) != 2:
-            raise TypeError("demux() needs (member_id, value) tuples")
-        i = x[0].raw if isinstance(x[0], MemberId) else x[0]
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < self.size:
-            raise ValueError(f"demux() to member {x[0]!r}, but the cluster has {self.size} members")
-        return i
-
-    def __call__(self, x: Any) -> tuple[int, Any]:
-        return self.index(x), x[1]
-
-
-@dataclass(frozen=True)
-class _RouteFrom:
-    """Cluster -> cluster `demux()`: (sender, (member, x)) -> ((member, MemberId(sender)), x)."""
-
-    route: _Route
-
-    def __call__(self, e: Any) -> tuple[tuple[int, MemberId[Any]], Any]:
-        return (self.route.index(e[1]), MemberId(e[0])), e[1][1]
-
-
-@dataclass(frozen=True)
-class _Everyone:
-    """`broadcast()` from a process: x -> [(0, x), ..., (N-1, x)]."""
-
-    size: int
-
-    def __call__(self, x: Any) -> list[tuple[int, Any]]:
-        return [(i, x) for i in range(self.size)]
-
-
-@dataclass(frozen=True)
-class _EveryoneFrom:
-    """`broadcast()` from a cluster: (sender, x) -> [((d, MemberId(sender)), x) for every member d]."""
-
-    size: int
-
-    def __call__(self, e: Any) -> list[tuple[tuple[int, MemberId[Any]], Any]]:
-        return [((d, MemberId(e[0])), e[1]) for d in range(self.size)]
-
-
-@dataclass(frozen=True)
-class _CheckMember:
-    """A cluster source's record `(member, value)`: the member must exist."""
-
-    port: str
-    size: int
-
-    def __call__(self, e: Any) -> Any:
-        m = e[0]
-        if not isinstance(m, int) or isinstance(m, bool) or not 0 <= m < self.size:
-            raise ValueError(
-                f"input {self.port!r} has a record for member {m!r}, but the cluster has {self.size} members"
-            )
-        return e
-
-
-@dataclass(frozen=True)
-class _MemberFirst:
-    """`sort()` per member: the sort key of a (member, x) pair."""
-
-    key: Callable[[Any], Any] | None
-
-    def __call__(self, e: Any) -> tuple[int, Any]:
-        return e[0], e[1] if self.key is None else self.key(e[1])
-
-
-@dataclass(frozen=True)
-class _Fill:
-    """After a lookup with `keep_missing`: (x, (v,)) -> (x, v); (x, None) -> (x, default)
-    (dropped when the default is an empty optional)."""
-
-    default: Default
-
-    def __call__(self, p: Any) -> Any:
-        if p[1] is not None:
-            return p[0], p[1][0]
-        d = self.default()
-        return None if d is EMPTY else (p[0], d)
-
-
-def _then(d: Default, kind: type[n.Node], f: Callable[..., Any]) -> Default:
-    """The default after an element-wise operator on a singleton."""
-
-    def mapped() -> Any:
-        v = d()
-        if v is EMPTY:
-            return EMPTY
-        if kind is n.Map:
-            return f(v)
-        if kind is n.Filter:
-            return v if f(v) else EMPTY
-        y = f(v)  # filter_map
-        return EMPTY if y is None else y
-
-    return mapped
-
-
-def _const(value: Any) -> Default:
-    return lambda: value
-
-
-def _unwrap_or(d: Default | None, fallback: Any) -> Default:
-    if d is None:
-        return _const(fallback)
-    inner = d
-    return lambda: fallback if (v := inner()) is EMPTY else v
-
-
-# ------------------------------------------------------------------ the pass
 def _tuple_of(a: Any, b: Any) -> Any:
     return None if a is None or b is None else GenericAlias(tuple, (a, b))
 
@@ -412,8 +267,10 @@ class _Lifter:
         to_cluster = isinstance(node.dest, ClusterId)
         dest = self.loc(node.dest)
         elem = node.meta.elem
+        if not from_cluster and not to_cluster:  # process -> process: unchanged
+            return self.copy(node, node.meta)
         if not to_cluster:  # every member -> one process: keyed by MemberId(sender)
-            pairs = self.mapped(node, self.entries(node, c), _to_sender, _tuple_of(MemberId, elem))
+            pairs = self.mapped(node, self.entries(node, c), to_sender, _tuple_of(MemberId, elem))
             sent = self.mk(
                 n.Send, node, pairs.meta.but(loc=dest, bounded=False), input=pairs, dest=dest, mode=n.SendMode.DIRECT
             )
@@ -424,15 +281,15 @@ class _Lifter:
             key: Any = _tuple_of(int, MemberId)
             ent = self.entries(node, c)
             if demux:
-                pairs = self.mapped(node, ent, _RouteFrom(_Route(size)), _tuple_of(key, elem))
+                pairs = self.mapped(node, ent, RouteFrom(Route(size)), _tuple_of(key, elem))
             else:
-                pairs = self.mapped(node, ent, _EveryoneFrom(size), _tuple_of(key, elem), n.FlatMap)
+                pairs = self.mapped(node, ent, EveryoneFrom(size), _tuple_of(key, elem), n.FlatMap)
         else:
             key = int
             if demux:
-                pairs = self.mapped(node, c, _Route(size), _tuple_of(key, elem))
+                pairs = self.mapped(node, c, Route(size), _tuple_of(key, elem))
             else:
-                pairs = self.mapped(node, c, _Everyone(size), _tuple_of(key, elem), n.FlatMap)
+                pairs = self.mapped(node, c, Everyone(size), _tuple_of(key, elem), n.FlatMap)
         sent = self.mk(
             n.Send, node, pairs.meta.but(loc=dest, bounded=False), input=pairs, dest=dest, mode=n.SendMode.DIRECT
         )
@@ -456,19 +313,19 @@ class _Lifter:
             c = ins[0]
             if in_kinds[0] is Kind.KEYED_STREAM:  # ((m, k), v) -> (m, (k, v))
                 kv = _tuple_of(node.input.meta.key, node.input.meta.elem)
-                c = self.rekeyed(node, self.mapped(node, self.entries(node, c), _join_key, _tuple_of(int, kv)), int, kv)
+                c = self.rekeyed(node, self.mapped(node, self.entries(node, c), join_key, _tuple_of(int, kv)), int, kv)
             return dataclasses.replace(node, meta=c.meta, input=c)  # a keyed sink: (member, element) pairs
         if isinstance(node, (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect)):
             return self.elementwise(node, meta, ins[0], in_kinds[0])
         if isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
             if single:
                 self.defaults[id(node)] = (
-                    _const(node.init) if isinstance(node, n.Fold) else _const(0) if isinstance(node, n.Count) else None
+                    const(node.init) if isinstance(node, n.Fold) else const(0) if isinstance(node, n.Count) else None
                 )
             return self.copy(node, meta)
         if isinstance(node, n.Sort):  # sorted per member: by (member, the user's key)
             ent = self.entries(node, ins[0])
-            by = self.mk(n.Sort, node, ent.meta.but(ordered=True), input=ent, key=_MemberFirst(node.key))
+            by = self.mk(n.Sort, node, ent.meta.but(ordered=True), input=ent, key=MemberFirst(node.key))
             return self.rekeyed(node, by, int, node.meta.elem)
         if isinstance(node, (n.Enumerate, n.Unique, n.Batch, n.AllTicks, n.ReleaseAligned)):
             return self.copy(node, meta)
@@ -493,7 +350,7 @@ class _Lifter:
                 )
             return self.copy(node, meta)
         if isinstance(node, n.IntoKeyed):
-            pairs = self.mapped(node, self.entries(node, ins[0]), _split_key, _tuple_of(meta.key, meta.elem))
+            pairs = self.mapped(node, self.entries(node, ins[0]), split_key, _tuple_of(meta.key, meta.elem))
             return self.rekeyed(node, pairs, meta.key, meta.elem)
         if isinstance(node, (n.Entries, n.Values, n.Keys)):
             return self.reshape(node, ins[0], in_kinds[0])
@@ -508,10 +365,10 @@ class _Lifter:
                 )
             return self.rekeyed(node, self.entries(node, ins[0]), int, node.meta.elem)
         if isinstance(node, n.IntoSingleton):
-            self.defaults[id(node)] = _unwrap_or(self.defaults.get(id(node.input)), None)
+            self.defaults[id(node)] = unwrap_or(self.defaults.get(id(node.input)), None)
             return ins[0]
         if isinstance(node, n.UnwrapOr):
-            self.defaults[id(node)] = _unwrap_or(self.defaults.get(id(node.input)), node.default)
+            self.defaults[id(node)] = unwrap_or(self.defaults.get(id(node.input)), node.default)
             return ins[0]
         if isinstance(node, n.CrossSingleton):
             return self.cross_singleton(node, meta, ins)
@@ -544,9 +401,9 @@ class _Lifter:
         elem = _tuple_of(m.key, m.elem) if m.kind.keyed else m.elem
         src = dataclasses.replace(node, meta=meta.but(key=int, elem=elem))
         size = self.size_of(m.loc)
-        checked = self.mapped(node, self.entries(node, src), _CheckMember(node.port, size), _tuple_of(int, elem))
+        checked = self.mapped(node, self.entries(node, src), CheckMember(node.port, size), _tuple_of(int, elem))
         if m.kind.keyed:
-            pairs = self.mapped(node, checked, _split_key, _tuple_of(meta.key, m.elem))
+            pairs = self.mapped(node, checked, split_key, _tuple_of(meta.key, m.elem))
             out = self.rekeyed(node, pairs, meta.key, m.elem)
         else:
             out = self.rekeyed(node, checked, int, m.elem)
@@ -565,10 +422,10 @@ class _Lifter:
                 "flat_map a stream of the member instead (cross_singleton, then flat_map)",
             )
         if isinstance(node, n.FilterMap):  # = map, then drop None (keyed singletons have map and filter)
-            self.defaults[id(node)] = None if d is None else _then(d, n.FilterMap, node.f)
+            self.defaults[id(node)] = None if d is None else then(d, n.FilterMap, node.f)
             m = self.mk(n.Map, node, meta.but(elem=None), input=c, f=node.f)
-            return self.mk(n.Filter, node, meta, input=m, f=_not_none)
-        self.defaults[id(node)] = None if d is None or isinstance(node, n.Inspect) else _then(d, type(node), node.f)
+            return self.mk(n.Filter, node, meta, input=m, f=not_none)
+        self.defaults[id(node)] = None if d is None or isinstance(node, n.Inspect) else then(d, type(node), node.f)
         if isinstance(node, n.Inspect) and d is not None:
             self.defaults[id(node)] = d
         return self.copy(node, meta)
@@ -585,7 +442,7 @@ class _Lifter:
         if isinstance(node, n.Keys):
             ks = self.mk(n.Keys, node, self.stream_meta(node, _tuple_of(int, m.elem), ordered=m.ordered), input=c)
             return self.rekeyed(node, ks, int, m.elem)
-        f = _join_key if isinstance(node, n.Entries) else _drop_key
+        f = join_key if isinstance(node, n.Entries) else drop_key
         return self.rekeyed(node, self.mapped(node, self.entries(node, c), f, _tuple_of(int, m.elem)), int, m.elem)
 
     def cross_singleton(self, node: n.CrossSingleton, meta: Meta, ins: list[n.Node]) -> n.Node:
@@ -595,9 +452,9 @@ class _Lifter:
         d = self.defaults.get(id(node.right))
         if d is None:  # a member without an entry has an empty optional: no pair
             return self.mk(n.KeyedLookup, node, meta, left=left, right=right, keep_missing=False)
-        wrapped = self.mk(n.Map, node, right.meta.but(elem=None), input=right, f=_wrap)
+        wrapped = self.mk(n.Map, node, right.meta.but(elem=None), input=right, f=wrap)
         looked = self.mk(n.KeyedLookup, node, meta.but(elem=None), left=left, right=wrapped, keep_missing=True)
-        return self.mk(n.FilterMap, node, meta, input=looked, f=_Fill(d))
+        return self.mk(n.FilterMap, node, meta, input=looked, f=Fill(d))
 
     def binary_by_member(self, node: n.Node, ins: list[n.Node]) -> n.Node:
         """join / anti_join / cross_product per member: the member joins the key."""
@@ -606,12 +463,12 @@ class _Lifter:
             both = [self.entries(node, c) for c in ins]  # (m, a), (m, b)
             joined = self.mk(n.Join, node, both[0].meta.but(elem=None), left=both[0], right=both[1])
             return self.rekeyed(node, joined, int, m.elem)
-        left = self.mapped(node, self.entries(node, ins[0]), _split_key)  # ((m, k), v)
+        left = self.mapped(node, self.entries(node, ins[0]), split_key)  # ((m, k), v)
         right = self.entries(node, ins[1])
         if isinstance(node, n.Join):
-            right = self.mapped(node, right, _split_key)
+            right = self.mapped(node, right, split_key)
         out = self.mk(type(node), node, left.meta.but(elem=None, ordered=m.ordered), left=left, right=right)
-        return self.rekeyed(node, self.mapped(node, out, _join_key), int, m.elem)
+        return self.rekeyed(node, self.mapped(node, out, join_key), int, m.elem)
 
 
 @dataclass(frozen=True)
