@@ -69,7 +69,7 @@ from .stages import SparkPlanError, where
 DEFAULT_MEMBERS: Final = 2  # as the simulator (`hydrolite.sim.program.DEFAULT_CLUSTER_SIZE`)
 
 
-# ------------------------------------------------------------------ the pass
+# ------------------------------------------------------------------ members
 def has_clusters(flow: Flow) -> bool:
     """Whether any node or port of `flow` lives on a cluster."""
     nodes = [*flow.nodes(), *flow.sources.values()]
@@ -110,13 +110,14 @@ def members_process(cid: ClusterId, size: int) -> ProcessId:
     return ProcessId(f"{cid.tag}*{size}", cid.index)
 
 
-# ------------------------------------------------------------------ re-keying functions
-# Module-level lambdas: translated to native Column expressions where possible (`lambdas.py`).
+# ------------------------------------------------------------------ the rewriting
 def _tuple_of(a: Any, b: Any) -> Any:
     return None if a is None or b is None else GenericAlias(tuple, (a, b))
 
 
 class _Lifter:
+    """One run of the pass: lifts the nodes of an aligned flow in topological order."""
+
     def __init__(self, flow: Flow, sizes: dict[str, int], roles: Roles) -> None:
         self.flow = flow
         self.sizes = sizes
