@@ -254,7 +254,14 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(checkpoint):
         raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
     spark = spark_session(args.master, {})
-    report = verify_run(flow, checkpoint, spark, _pairs(args.input, "--input"), _pairs(args.output, "--output"))
+    report = verify_run(
+        flow,
+        checkpoint,
+        spark,
+        _pairs(args.input, "--input"),
+        _pairs(args.output, "--output"),
+        _cluster_sizes(args.cluster_members),
+    )
     print(report)
     return 0 if report.identical else 2
 
@@ -390,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a sink's outputs are (default: as recorded by the run)",
     )
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
+    _cluster_members_option(verify)
     verify.set_defaults(fn=cmd_verify_run)
 
     init = sub.add_parser("init", help="create a new project: a program, a simulator test, pytest, mypy, pre-commit")
