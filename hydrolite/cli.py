@@ -30,6 +30,7 @@ from .progress import make_progress
 if TYPE_CHECKING:
     from .metrics import RunMetrics
     from .planner.spark.runtime import FlowRunner
+    from .planner.spark.stages import Plan
 
 
 def load_program(spec: str) -> tuple[ModuleType, Flow]:
@@ -73,7 +74,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .planner.spark.stages import plan_flow
 
     _, flow = load_program(args.program)
-    plan = plan_flow(flow)
+    plan = plan_flow(flow, _cluster_sizes(args.cluster_members))
     on_executors, why = resolve_keyed_state(args.keyed_state, args.master or "local[*]")
     for stage in plan.stages:  # where state lives, as `run --keyed-state` would place it
         stage.placement = place(stage, executors=on_executors, driver_why=why, joins=args.keyed_state != "driver")
@@ -125,12 +126,36 @@ def cmd_offsets(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ run
-def _demo_feeds(module: ModuleType, flow: Flow, unbound: list[str], directory: str) -> dict[str, str]:
-    from .input_feeds import feed_inputs
+def _demo_feeds(module: ModuleType, plan: Plan, unbound: list[str], directory: str) -> dict[str, str]:
+    from .input_feeds import demo_batches, feed_inputs
 
     given = getattr(module, "demo_inputs", None)
-    return feed_inputs(
-        flow, unbound, directory, {p: b for p, b in dict(given()).items() if p in unbound} if callable(given) else {}
+    batches = {p: b for p, b in dict(given()).items() if p in unbound} if callable(given) else {}
+    for port, tag in plan.cluster_ports.items():  # a cluster source's records are (member, value)
+        if port in unbound and port not in batches and port in plan.flow.sources:
+            size = plan.cluster_members[tag]
+            batches[port] = [[(m % size, v) for m, v in b] for b in demo_batches(plan.flow, port)]
+    return feed_inputs(plan.flow, unbound, directory, batches)
+
+
+def _cluster_sizes(items: Sequence[str]) -> dict[str, int]:
+    """`--cluster-members Tag=N` (repeatable) as {Tag: N}."""
+    out: dict[str, int] = {}
+    for item in items:
+        tag, sep, value = item.partition("=")
+        if not sep or not tag or not value.strip().isdigit():
+            raise SystemExit(f"hydrolite: --cluster-members must look like Tag=N (N members), got {item!r}")
+        out[tag] = int(value)
+    return out
+
+
+def _cluster_members_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cluster-members",
+        action="append",
+        default=[],
+        metavar="TAG=N",
+        help="members of the cluster whose tag class is TAG (repeatable; default 2 per cluster, as the simulator)",
     )
 
 
@@ -139,8 +164,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .planner.spark.lock import CheckpointLock
     from .planner.spark.runtime import FlowRunner
     from .planner.spark.session import spark_session
+    from .planner.spark.stages import plan_flow
 
     module, flow = load_program(args.program)
+    plan = plan_flow(flow, _cluster_sizes(args.cluster_members))
     inputs: dict[str, Any] = dict(_pairs(args.input, "--input"))
     outputs: dict[str, Any] = dict(_pairs(args.output, "--output"))
     unknown = sorted(set(inputs) - set(flow.sources)) + sorted(set(outputs) - set(flow.sinks))
@@ -155,13 +182,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, conf, verbose=args.verbose)
     unbound = sorted(p for p in flow.sources if p not in inputs)
     if unbound:
-        inputs.update(_demo_feeds(module, flow, unbound, os.path.join(checkpoint, "demo-inputs")))
+        inputs.update(_demo_feeds(module, plan, unbound, os.path.join(checkpoint, "demo-inputs")))
         print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
     for port in flow.sinks:
         outputs.setdefault(port, "console")
     finite = all(not str(v).startswith("rate") for v in inputs.values())
     runner = FlowRunner(
-        flow,
+        plan,
         spark=spark,
         checkpoint=checkpoint,
         inputs=inputs,
@@ -227,7 +254,14 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(checkpoint):
         raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
     spark = spark_session(args.master, {})
-    report = verify_run(flow, checkpoint, spark, _pairs(args.input, "--input"), _pairs(args.output, "--output"))
+    report = verify_run(
+        flow,
+        checkpoint,
+        spark,
+        _pairs(args.input, "--input"),
+        _pairs(args.output, "--output"),
+        _cluster_sizes(args.cluster_members),
+    )
     print(report)
     return 0 if report.identical else 2
 
@@ -286,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         "names as `hydrolite plan --against CHECKPOINT` prints them (repeatable)",
     )
     _keyed_state_option(run)
+    _cluster_members_option(run)
     run.add_argument("--verbose", action="store_true", help="keep Spark's own logging (default: Spark errors only)")
     run.add_argument(
         "--progress",
@@ -327,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="as for run: accept that this operator's state starts empty / is dropped",
     )
     _keyed_state_option(plan)
+    _cluster_members_option(plan)
     plan.add_argument("--master", help="the master the run will use (decides --keyed-state auto; default local[*])")
     plan.set_defaults(fn=cmd_plan)
 
@@ -361,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a sink's outputs are (default: as recorded by the run)",
     )
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
+    _cluster_members_option(verify)
     verify.set_defaults(fn=cmd_verify_run)
 
     init = sub.add_parser("init", help="create a new project: a program, a simulator test, pytest, mypy, pre-commit")

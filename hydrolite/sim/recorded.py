@@ -74,7 +74,14 @@ class ReplayBlocked(SimUsageError):
 
 
 class _ReplayWorld(World):
-    """A world whose entries release everything pending and whose body keeps orders."""
+    """A world whose entries release everything pending, whose body keeps orders and whose
+    sends are delivered at once (a micro-batch's `send` is the identity: one legal schedule)."""
+
+    def enqueue(self, op: Any, p: int, delta: list[Any]) -> None:
+        super().enqueue(op, p, delta)
+        for key in [k for k in self.channels if k[0] is op and k[1] == p]:
+            while self.channels[key]:
+                self.deliver(key)
 
     def decide_entries(
         self, tp: TickPlan, p: int, st: list[Any], vals: list[Any], floors: list[Any] | None = None

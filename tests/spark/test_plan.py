@@ -99,12 +99,13 @@ def test_tick_to_tick_edges_become_channels() -> None:
     assert re.search(r"channel ch_all_ticks-[0-9a-f]{10} from query 0", render_text(plan))  # named by its stable id
 
 
-def test_clusters_are_rejected_with_the_users_line() -> None:
+def test_clusters_are_planned_as_member_keyed_processes() -> None:
     flow = hl.FlowBuilder("cl")
     c = flow.cluster(Server)
     c.source("x", int).sink("y")
-    with pytest.raises(SparkPlanError, match=r"test_plan.py:\d+: source\(\) runs on a cluster"):
-        plan_flow(flow.finalize())
+    plan = plan_flow(flow.finalize(), {"Server": 3})  # tests/spark/test_cluster_lift.py has the rest
+    assert plan.cluster_members == {"Server": 3} and plan.cluster_ports == {"x": "Server", "y": "Server"}
+    assert str(plan.flow.sources["x"].meta.loc) == "Process[Server*3]"
 
 
 def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:

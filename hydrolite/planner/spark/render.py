@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...ir import nodes as n
 from ...ir.graph import dump_nodes
+from ...ir.ids import ProcessId, TickId
 from .stages import Plan, Stage
 
 
@@ -25,6 +26,12 @@ def render_text(plan: Plan) -> str:
     """A deterministic description of the plan (what `hydrolite plan` prints)."""
     count = len(plan.stages)
     lines = [f"plan of {plan.flow.name!r}: {count} {'query' if count == 1 else 'queries'}"]
+    lifted = {f"{tag}*{size}": tag for tag, size in plan.cluster_members.items()}
+    for tag, size in plan.cluster_members.items():
+        lines.append(
+            f"cluster Cluster[{tag}]: {size} members, run as Process[{tag}*{size}]: its collections and state are "
+            "keyed by the member index (0..N-1) and all members' ticks run in the same micro-batch"
+        )
     for s in plan.stages:
         lines.append("")
         lines.append(f"query {s.index} {s.name!r}: {_kind(s)}")
@@ -45,7 +52,11 @@ def render_text(plan: Plan) -> str:
             lines.append("  state (versioned by batch id; where it lives and why):")
             for x in s.stateful:
                 p = s.placement.of(x) if s.placement is not None else None
-                lines.append(f"    {p.describe() if p is not None else f'{x.op}() {x.site.label}: driver'}")
+                text = p.describe() if p is not None else f"{x.op}() {x.site.label}: driver"
+                top = x.meta.loc.outer if isinstance(x.meta.loc, TickId) else x.meta.loc
+                if isinstance(top, ProcessId) and top.tag in lifted:
+                    text += f" [Cluster[{lifted[top.tag]}]: one entry per member, keyed by member index]"
+                lines.append(f"    {text}")
         lines.append("  body (foreachBatch):")
         lines.extend("    " + line for line in dump_nodes(s.nodes).splitlines())
     for d in plan.flow.diagnostics:

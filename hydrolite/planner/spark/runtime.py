@@ -425,8 +425,10 @@ class FlowRunner:
         reset_state: Sequence[str] = (),
         lock: CheckpointLock | None = None,
         keyed_state: str = "auto",
+        cluster_sizes: Mapping[str, int] | None = None,
     ) -> None:
-        self.plan = flow if isinstance(flow, Plan) else plan_flow(flow)
+        # cluster_sizes: members per cluster tag (default 2, as the simulator; see cluster.py)
+        self.plan = flow if isinstance(flow, Plan) else plan_flow(flow, cluster_sizes)
         if keyed_state not in KEYED_STATE:
             raise SparkRunError(
                 f"keyed_state must be one of {', '.join(KEYED_STATE)}, not {keyed_state!r}\n"

@@ -17,7 +17,7 @@ Pure planning (no Spark needed, so `hydrolite plan` is instant):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -188,6 +188,9 @@ class Plan:
     stages: list[Stage]
     channels: list[Channel]
     identities: dict[int, Identity] = field(default_factory=dict)  # node -> stable identity
+    #: cluster tag -> members, when the program's clusters were lifted (`cluster.py`)
+    cluster_members: dict[str, int] = field(default_factory=dict)
+    cluster_ports: dict[str, str] = field(default_factory=dict)  # cluster port -> its cluster's tag
 
     def stage_of_sink(self, port: str) -> Stage:
         for s in self.stages:
@@ -206,13 +209,8 @@ def _check_supported(flow: Flow, roles: Roles) -> None:
     for node in flow.nodes():
         loc = node.meta.loc
         top = loc.outer if isinstance(loc, TickId) else loc
-        if isinstance(top, ClusterId):
-            raise SparkPlanError(
-                f"{node.op}() runs on a cluster ({top}); the Spark planner runs processes only",
-                site=node.site,
-                fix="simulate cluster programs with hydrolite.sim, or model the members as processes",
-            )
-
+        if isinstance(top, ClusterId):  # `cluster.lift_clusters` runs first: none may be left
+            raise SparkPlanError(f"{node.op}() is still on {top} after lifting clusters", site=node.site)
     for node in flow.nodes():
         if roles.of(node).role is Role.ENTRY:
             _check_no_self_feedback(node)
@@ -266,14 +264,21 @@ def _check_versions_per_batch(node: n.Node, roles: Roles) -> None:
             )
 
 
-def plan_flow(flow: Flow) -> Plan:
-    """Align `flow` (if not done yet) and cut it into stages."""
+def plan_flow(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) -> Plan:
+    """Align `flow` (if not done yet), lift its clusters onto member-keyed processes
+    (`cluster.py`; `cluster_sizes`: members per cluster tag, default 2) and cut it into stages."""
     from ...passes.align import align_flow
+    from .cluster import has_clusters, lift_clusters
 
     aligned = flow if flow.aligned else align_flow(flow)
+    lifted = lift_clusters(aligned, cluster_sizes) if has_clusters(aligned) or cluster_sizes else None
+    if lifted is not None:
+        aligned = lifted.flow
     roles = classify(aligned)
     _check_supported(aligned, roles)
     plan = _Cutter(aligned, roles).cut()
+    if lifted is not None:
+        plan.cluster_members, plan.cluster_ports = lifted.members, lifted.ports
     from .placement import place  # (placement reads stages: imported here, not at the top)
 
     for stage in plan.stages:

@@ -332,12 +332,14 @@ def verify_run(
     spark: SparkSession,
     inputs: Mapping[str, str] | None = None,
     outputs: Mapping[str, str] | None = None,
+    cluster_sizes: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Verify a run from its checkpoint: port bindings default to those the run recorded."""
+    """Verify a run from its checkpoint: port bindings default to those the run recorded
+    (`cluster_sizes`: the members the run had, as given to it)."""
     from .ports import parse_input, parse_output
     from .upgrade import reconcile
 
-    plan = plan_flow(flow)
+    plan = plan_flow(flow, cluster_sizes)
     recon = reconcile(plan, checkpoint)  # the run's query directories and state keys
     if recon.refused:
         raise VerifyError(f"the program is not the one that wrote the checkpoint:\n{recon.render()}")

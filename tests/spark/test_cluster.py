@@ -1,0 +1,47 @@
+"""Cluster programs on Spark (`hydrolite/planner/spark/cluster.py`): each shared cluster
+program's scenario (`tests/cluster_programs.py`) passes in the simulator and, unchanged, on
+Spark through `SparkHarness(..., cluster_sizes=...)`, and every batch of the Spark run
+equals its replay in the simulator (lifted flow and cluster program); a failing demux fails the run with the
+simulator's message; refusals are tested without Spark in `test_cluster_lift.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_programs import CASES, Case
+from pyspark.sql import SparkSession
+
+from hydrolite import MemberId
+from hydrolite.planner.spark.errors import UserFunctionError
+from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.sim import Simulator
+from tests.differential.harness_cluster import verify_cluster_run
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_cluster_program_on_spark(case: Case, spark: SparkSession, tmp_path: Path) -> None:
+    case.simulate(Simulator(case.build(), cluster_sizes=case.sizes), case.scenario)  # the reference
+    h = SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes=case.sizes)
+    h.run(case.scenario)
+    # every batch of the run, replayed in the simulator: on the lifted flow and on the cluster
+    # program itself (each member its own place, all members running in every batch)
+    lifted, original = verify_cluster_run(h, h.flow, case.sizes)
+    assert lifted.identical and lifted.ticks > 0, str(lifted)
+    assert original.identical and original.outputs > 0, str(original)
+
+
+def test_demux_to_a_missing_member_fails_the_batch(spark: SparkSession, tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "demux_gather")
+
+    def scenario(s: Any) -> None:
+        s.sender("in").send((MemberId(5), 1))
+        s.receiver("replies").collect()
+
+    with pytest.raises(
+        UserFunctionError, match=r"demux\(\) to member MemberId\(raw=5\), but the cluster has 2 members"
+    ):
+        SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes={"Workers": 2}).run(scenario)
