@@ -150,3 +150,18 @@ def test_process_to_process_sends_are_unchanged() -> None:
         s.receiver("out", member=1).assert_yields_only([2, 3])
 
     Simulator(lifted.flow).exhaustive(lambda s: scenario(LiftedHandles(s, lifted.ports)))
+
+
+def test_resuming_with_another_member_count_is_refused(tmp_path: Any) -> None:
+    from hydrolite.planner.spark.upgrade import Reconciliation, reconcile, write_record
+
+    case = next(c for c in CASES if c.name == "broadcast_count")
+    before = plan_flow(case.build(), {"Workers": 3})
+    write_record(str(tmp_path), Reconciliation(before, str(tmp_path)).record())
+    same = reconcile(plan_flow(case.build(), {"Workers": 3}), str(tmp_path))
+    assert not same.refused
+    other = reconcile(plan_flow(case.build(), {"Workers": 2}), str(tmp_path))
+    assert other.refused
+    text = other.render()
+    assert "cluster Workers: the checkpoint was written with 3 members and this run has 2" in text
+    assert "--cluster-members Workers=3" in text

@@ -207,7 +207,13 @@ class Reconciliation:
                 "sinks": [s.port for s in stage.sinks],
                 "state": state,
             }
-        return {"version": RECORD_VERSION, "flow": self.plan.flow.name, "resets": self.resets, "queries": queries}
+        return {
+            "version": RECORD_VERSION,
+            "flow": self.plan.flow.name,
+            "resets": self.resets,
+            "queries": queries,
+            "clusters": dict(sorted(self.plan.cluster_members.items())),
+        }
 
 
 def write_record(checkpoint: str, data: dict[str, Any]) -> None:
@@ -238,6 +244,7 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
         return recon
     old, recon.resets = found
     recon.fresh = False
+    _compare_members(recon, plan)
     used = set(reset)
     pairs = _pair_queries(plan, old, recon.checkpoint)
     taken = {q for q in pairs.values()}
@@ -273,6 +280,27 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
         recon.refusals.append(f"--reset-state {', '.join(unknown)}: no such operator in the program or the checkpoint")
         recon.fixes.append("name operators as the diff shows them (op@file:line) or by their state key")
     return recon
+
+
+def recorded_members(checkpoint: str) -> dict[str, int]:
+    """Members per cluster tag the checkpoint's runs had (empty for records before clusters)."""
+    with open(os.path.join(checkpoint, PLAN_FILE)) as fh:
+        data = json.load(fh)
+    return {str(k): int(v) for k, v in dict(data.get("clusters", {})).items()}
+
+
+def _compare_members(recon: Reconciliation, plan: Plan) -> None:
+    """Refuse resuming with a different number of members: state is keyed by member index and
+    routed by it (`demux`), so each member would inherit another's state."""
+    before = recorded_members(recon.checkpoint)
+    for tag in sorted(set(before) | set(plan.cluster_members)):
+        was, now = before.get(tag), plan.cluster_members.get(tag)
+        if was is not None and now is not None and was != now:
+            recon.refusals.append(
+                f"cluster {tag}: the checkpoint was written with {was} members and this run has {now}; state is "
+                f"kept per member index, so members would start from other members' state"
+            )
+            recon.fixes.append(f"resume with --cluster-members {tag}={was}, or start a new --checkpoint")
 
 
 def _known(name: str, plan: Plan, old: dict[str, QueryRecord]) -> bool:
