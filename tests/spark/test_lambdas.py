@@ -168,6 +168,8 @@ NOT_NATIVE: list[tuple[str, Callable[..., Any], Any]] = [
     ("dict_subscript", lambda d: d["k"], dict[str, int]),  # KeyError vs null
     ("comprehension", lambda xs: [x + 1 for x in xs], list[int]),
     ("global_function", lambda x: Point(x, x).x if callable(x) else x, int),
+    ("record_of_other_types", lambda s: Point(s, s), str),  # Python keeps the str; a cast gives null
+    ("record_of_a_list", lambda xs: Point(xs, 1), list[int]),  # no cast from a list to a number
 ]
 
 

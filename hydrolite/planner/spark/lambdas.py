@@ -365,6 +365,13 @@ class Translator:
             given = dict(zip(rt.names, args)) | kw
             if set(given) != set(rt.names):
                 raise NotTranslatable(f"{target.__name__}(...) without every field")
+            for nm, t in zip(rt.names, rt.items):
+                # Python keeps what it is given whatever the annotation says; a cast would not
+                # (a str or a pickled value cast to a number is null in Spark)
+                if given[nm].t != t:
+                    raise NotTranslatable(
+                        f"{target.__name__}.{nm} given {given[nm].t.describe()}, declared {t.describe()}"
+                    )
             return TExpr(F.struct(*[given[nm].col.cast(t.spark()).alias(nm) for nm, t in zip(rt.names, rt.items)]), rt)
         if node.keywords:
             raise NotTranslatable("keyword arguments")
