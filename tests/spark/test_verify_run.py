@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from examples import counter
+from examples import counter, kvstore
 from hydrolite.cli import main
 from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.verify import verify_run
 from tests.spark.test_exactly_once import _inputs as feed_inputs
 from tests.spark.test_exactly_once import outputs, write_feeds
@@ -93,3 +95,29 @@ def test_cli_says_when_no_sink_can_be_read_back(spark: SparkSession, tmp_path: P
     text = capsys.readouterr().out
     assert "3 ticks, nothing compared (no sink could be read back" in text
     assert "not compared: sink 'query_response' (console) cannot be read back" in text
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_checkpoint_replays_with_keyed_state_where_the_run_kept_it(
+    keyed_state: str, spark: SparkSession, tmp_path: Path
+) -> None:
+    """`plan_flow` puts the store's reduce on the executors; a run that kept it on the driver
+    must verify from its checkpoint too (not be refused as a change of the state's home)."""
+    put = FeedWriter(str(tmp_path / "put"), from_python(tuple[str, str, int]))
+    get = FeedWriter(str(tmp_path / "get"), from_python(tuple[str, str]))
+    for puts, gets in [([("c1", "k", 5)], [("g0", "k")]), ([("c2", "k", 7)], [("g1", "k"), ("g1", "nope")])]:
+        put.send_many(puts)
+        get.send_many(gets)
+    cap = "?maxEntriesPerTrigger=1"
+    with FlowRunner(
+        kvstore.build(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"put": f"feed:{tmp_path / 'put'}{cap}", "get": f"feed:{tmp_path / 'get'}{cap}"},
+        outputs={"put_ack": f"json:{tmp_path / 'acks'}", "get_response": f"json:{tmp_path / 'resp'}"},
+        keyed_state=keyed_state,
+    ) as run:
+        run.start()
+        run.process_all_available()
+    report = verify_run(kvstore.build(), str(tmp_path / "ck"), spark)
+    assert report.identical and report.ticks == 2 and report.outputs == 5, str(report)

@@ -3,16 +3,21 @@
 `record_sink_type` / `record_bindings` write what `hydrolite verify-run` needs to read a
 run back later (the element types of each sink, the binding of each port); `busy` says
 whether a query is doing real work (for `--until-idle`); `pickle_user_modules` makes user
-functions travel to Spark's Python workers by value.
+functions (and the user modules they reach) travel to Spark's Python workers by value.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pickle
+import site
 import sys
+import sysconfig
 from collections.abc import Mapping
+from functools import cache
+from types import ModuleType
 
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql.streaming.query import StreamingQuery
@@ -58,16 +63,61 @@ def busy(q: StreamingQuery) -> bool:
 
 
 def pickle_user_modules(flow: Flow) -> None:
-    """User functions travel to Spark's Python workers by value (their module may not be importable there)."""
-    done: set[str] = set()
+    """User functions travel to Spark's Python workers by value: the program's module and every
+    module of the user's own it reaches (imported modules, functions and classes among its
+    globals, transitively). Spark's workers import by name only what is installed (they share
+    the driver's interpreter and PYTHONPATH, not its `sys.path` edits), so a program file loaded
+    by path, or a helper module beside it (`import my_rules` in a project directory), would fail
+    there with ModuleNotFoundError. Installed modules (stdlib, site-packages) and hydrolite's and
+    Spark's own stay pickled by reference."""
+    todo: list[ModuleType] = []
     for node in flow.nodes():
         for v in node.params().values():
-            mod_name = getattr(v, "__module__", None)
-            if not callable(v) or mod_name is None or mod_name in done or mod_name == "__main__":
-                continue
-            if mod_name.startswith(("hydrolite.", "builtins", "pyspark.")):
-                continue
-            module = sys.modules.get(mod_name)
+            if callable(v):
+                todo += _modules_of(v)
+                todo += _modules_of(getattr(v, "__globals__", None))
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module.__name__ in seen or not _user_module(module):
+            continue
+        seen.add(module.__name__)
+        if module.__name__ != "__main__":  # cloudpickle pickles __main__ by value already
+            register_pickle_by_value(module)
+        todo += _modules_of(vars(module))
+
+
+def _modules_of(obj: object) -> list[ModuleType]:
+    """The modules a function, class or namespace (a module's or function's globals) refers to."""
+    values = list(obj.values()) if isinstance(obj, dict) else [obj]
+    found: list[ModuleType] = []
+    for v in values:
+        if isinstance(v, ModuleType):
+            found.append(v)
+        elif inspect.isfunction(v) or inspect.isclass(v):
+            module = sys.modules.get(getattr(v, "__module__", None) or "")
             if module is not None:
-                register_pickle_by_value(module)
-                done.add(mod_name)
+                found.append(module)
+    return found
+
+
+_OWN = ("hydrolite", "pyspark", "py4j", "builtins")
+
+
+@cache
+def _installed_dirs() -> tuple[str, ...]:
+    """Where installed modules live: the stdlib and site-packages (the workers import from them)."""
+    dirs = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs |= set(site.getsitepackages()) | {site.getusersitepackages()}
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+def _user_module(module: ModuleType) -> bool:
+    """A module of the user's own files: not installed, not hydrolite's or Spark's, not built in."""
+    name = module.__name__
+    if any(name == own or name.startswith(own + ".") for own in _OWN):
+        return False
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        return name == "__main__"  # an interactive __main__ has no file
+    return not os.path.realpath(path).startswith(_installed_dirs())

@@ -340,6 +340,7 @@ def verify_run(
     from .upgrade import reconcile
 
     plan = plan_flow(flow, cluster_sizes)
+    _place_as_recorded(plan, checkpoint)
     recon = reconcile(plan, checkpoint)  # the run's query directories and state keys
     if recon.refused:
         raise VerifyError(f"the program is not the one that wrote the checkpoint:\n{recon.render()}")
@@ -354,6 +355,29 @@ def verify_run(
     return verify_plan(
         plan, checkpoint, spark, ins, outs, lambda ch: os.path.join(os.path.abspath(checkpoint), "channels", ch.name)
     )
+
+
+def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
+    """Keep each state where the run kept it (its `plan.json`). `plan_flow` puts eligible keyed
+    state on the executors, but a run with `--keyed-state driver` (or `auto` on a local master)
+    kept it on the driver, and replaying that checkpoint must not read as a change of home. The
+    run options are tried in turn (executors; auto on a local master; driver); when none
+    places the states as recorded, `plan_flow`'s placement stays, for `reconcile` to report."""
+    from .placement import place
+    from .upgrade import home_of, read_record
+
+    record = read_record(checkpoint)
+    if record is None:
+        return
+    recorded = sorted((s.op, s.at, s.home) for q in record[0].values() for s in q.state.values())
+    for executors, joins in ((False, True), (False, False), (True, True)):  # the last: plan_flow's own
+        homes = []
+        for stage in plan.stages:
+            stage.placement = place(stage, executors=executors, joins=joins)
+            ids = [plan.identities[id(x)] for x in stage.stateful]
+            homes += [(i.op, i.at, home_of(stage, x)) for i, x in zip(ids, stage.stateful)]
+        if sorted(homes) == recorded:
+            return
 
 
 def binding_spec(binding: InputBinding | OutputBinding) -> str | None:

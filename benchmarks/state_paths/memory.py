@@ -1,0 +1,85 @@
+"""Peak memory from /proc: VmHWM of a process, and the summed PSS of the JVM's Python workers."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+
+def status(pid: int, field: str, file: str = "status") -> int:
+    """A /proc/<pid>/status (or smaps_rollup) field in kB (0 if the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/{file}") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return 0
+    return 0
+
+
+def _descendants(pid: int) -> dict[int, int]:
+    """pid -> parent pid of every process below `pid`."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    found, todo = {}, [pid]
+    while todo:
+        parent = todo.pop()
+        for k in kids.get(parent, []):
+            found[k] = parent
+            todo.append(k)
+    return found
+
+
+class WorkerMemory(threading.Thread):
+    """Samples the summed PSS of the JVM's Python workers (and executor JVMs under local-cluster)
+    every 0.2 s and keeps the peak. PSS, not RSS: forked workers share pages. Left out: the
+    data-source lookup workers Spark starts because hydrolite's session registers a Python data
+    source (the same in every path; they come and go)."""
+
+    def __init__(self, jvm: int) -> None:
+        super().__init__(daemon=True)
+        self.jvm, self.peak_kb, self.running = jvm, 0, True
+
+    def run(self) -> None:
+        while self.running:
+            self.peak_kb = max(self.peak_kb, sum(status(p, "Pss", "smaps_rollup") for p in self._workers()))
+            time.sleep(0.2)
+
+    def _workers(self) -> Iterator[int]:
+        procs = _descendants(self.jvm)
+        cmds = {p: _cmdline(p) for p in [self.jvm, *procs]}
+        for pid, parent in procs.items():
+            argv = cmds[pid]
+            # a child still being forked shows its parent's pages (and command line) until it execs
+            python = bool(argv) and os.path.basename(argv[0]).startswith("python") and "_data_source" not in argv[-1]
+            executor = "CoarseGrainedExecutorBackend" in argv and "CoarseGrainedExecutorBackend" not in cmds[parent]
+            if python or executor:
+                yield pid
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline") as fh:
+            return fh.read().split("\0")[:-1]
+    except OSError:
+        return []
+
+
+def reset_peak(pid: int) -> bool:
+    """Reset VmHWM (Linux `clear_refs` 5) so the warm-up does not count; False if not allowed."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
