@@ -1,7 +1,7 @@
 """Keyed state on the executors (`placement.py`, `keyed_state.py`) on real Spark.
 
 The key-value store keeps its table in Spark's RocksDB state store, folded per key in a
-`transformWithStateInPandas` operator. These tests pin what that must not change: the
+`transformWithState` operator (PySpark's Row-based API). These tests pin what that must not change: the
 answers equal the driver path's and the simulator's replay, a crash inside a batch replays
 from the state version before it (exactly once), file inputs are folded in arrival order,
 a failing function is reported like everywhere else, and a checkpoint is never resumed with
@@ -26,7 +26,7 @@ from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
-from hydrolite.planner.spark.upgrade import PlanChangedError
+from hydrolite.planner.spark.upgrade import KEYED_OPERATOR, PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
 
 pytestmark = pytest.mark.spark
@@ -127,6 +127,30 @@ def test_resuming_with_the_state_elsewhere_is_refused(spark: SparkSession, tmp_p
     assert "adds Spark's keyed-state operator" in text
     assert "lives on the driver in this checkpoint" in text
     assert "--keyed-state driver" in text
+
+
+def test_executor_state_of_the_pandas_operator_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """A real run records its operator; a record without it (state written by
+    transformWithStateInPandas, hydrolite before the Row-based operator) is refused before
+    anything runs, rather than by Spark mid-run with its operator-mismatch error."""
+    _run(spark, tmp_path)
+    path = tmp_path / "ck" / "plan.json"
+    record = json.loads(path.read_text())
+    assert [q.get("keyed_operator") for q in record["queries"].values()] == [KEYED_OPERATOR]
+    for q in record["queries"].values():
+        del q["keyed_operator"]  # as the earlier hydrolite wrote it
+    path.write_text(json.dumps(record))
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(
+            kvstore.build(),
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs=_feeds(tmp_path),
+            keyed_state="executors",
+        )
+    text = str(err.value)
+    assert "written by Spark's transformWithStateInPandas operator" in text, text
+    assert "start a new --checkpoint" in text
 
 
 class Store:

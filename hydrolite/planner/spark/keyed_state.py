@@ -1,5 +1,6 @@
 """Keyed state on the executors: a query's executor region (`placement.py`) as one
-`transformWithStateInPandas` operator in the streaming plan, ahead of `foreachBatch`.
+`transformWithState` operator (PySpark's Row-based API) in the streaming plan, ahead of
+`foreachBatch`.
 
 Per micro-batch, in the streaming query itself (so Spark checkpoints and versions the state
 by batch id, under the query's checkpoint location, and replays a batch from the state
@@ -38,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
+from pyspark.sql import Row as SparkRow
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
@@ -280,7 +282,11 @@ Row = tuple[int, tuple[Any, ...], bytes]  # (tag, order, pickled (key, value))
 
 class _Processor(StatefulProcessor):
     """Step 2: one key's new elements folded into its state, then its lookups answered (or,
-    for a join, the new elements paired with the other side's elements so far)."""
+    for a join, the new elements paired with the other side's elements so far).
+
+    Row-based (`transformWithState`): a key's rows arrive as `Row`s and its answers leave as
+    `Row`s, without a pandas DataFrame each way per key (measured ~2x faster per key than
+    `transformWithStateInPandas`, README "Keyed state on the executors")."""
 
     def __init__(self, aggs: dict[str, _AggFn | _JoinFn], tags: dict[int, str]) -> None:
         self.aggs = aggs  # state key -> what its state does
@@ -293,31 +299,32 @@ class _Processor(StatefulProcessor):
         self.value = handle.getValueState("acc", "acc binary")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        import pandas as pd  # (a dependency of PySpark's pandas API, which this operator uses)
-
         state_key, k = pickle.loads(key[0])
         fn = self.aggs[state_key]
         by_role: dict[str, list[Row]] = {}
-        for frame in rows:
-            order = zip(*(frame[c] for c in _INNER))
-            for tag, o, x in zip(frame["tag"], order, frame["x"]):
-                by_role.setdefault(self.tags[int(tag)], []).append((int(tag), tuple(o), x))
+        tags = self.tags
+        for r in rows:  # (gk, tag, r1..r5, x), as _CHAINED
+            by_role.setdefault(tags[r[1]], []).append((r[1], r[2:7], r[7]))
         for rs in by_role.values():
-            rs.sort(key=lambda r: r[1])  # arrival order
-        out: dict[str, list[Any]] = {f.name: [] for f in _ANSWERS.fields}
+            rs.sort(key=_order)  # arrival order
+        out: list[Any] = []
         if isinstance(fn, _JoinFn):
             self._join(fn, k, by_role, out)
         else:
             self._fold(fn, k, by_role, out)
-        # object columns: pandas 3 would store the texts Arrow-backed, which PySpark's
-        # conversion of the result does not accept
-        yield pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in out.items()})
+        return iter(out)
 
-    def _fold(self, agg: _AggFn, k: Any, by_role: dict[str, list[Row]], out: dict[str, list[Any]]) -> None:
+    def _stored(self) -> Any:
+        # one round trip to the state store: `get` answers None for a key without state
+        found = self.value.get()
+        return None if found is None else pickle.loads(found[0])
+
+    def _fold(self, agg: _AggFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
         # a key is in the table once an element reached it (a fold's init or a count's 0 is
         # only where its accumulator starts, not a value for keys never seen)
-        known = self.value.exists()
-        has, acc = pickle.loads(self.value.get()[0]) if known else (agg.has_init, agg.init)
+        stored = self._stored()
+        known = stored is not None
+        has, acc = stored if known else (agg.has_init, agg.init)
         news = by_role.get(FOLD, [])
         if news:
             has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
@@ -329,10 +336,11 @@ class _Processor(StatefulProcessor):
                 continue  # get_many_if_present drops a request without a value
             for tag, o, x in by_role.get(role, []):
                 _, v = pickle.loads(x)
-                _answer(out, tag, o, k, (v, acc if has else None))
+                out.append(_answer(tag, o, k, (v, acc if has else None)))
 
-    def _join(self, fn: _JoinFn, k: Any, by_role: dict[str, list[Row]], out: dict[str, list[Any]]) -> None:
-        lefts, rights = pickle.loads(self.value.get()[0]) if self.value.exists() else ([], [])
+    def _join(self, fn: _JoinFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
+        stored = self._stored()
+        lefts, rights = stored if stored is not None else ([], [])
         new_l = [pickle.loads(x)[1] for _, _, x in by_role.get(LEFT, [])]
         new_r = [pickle.loads(x)[1] for _, _, x in by_role.get(RIGHT, [])]
         if not new_l and not new_r:
@@ -341,21 +349,25 @@ class _Processor(StatefulProcessor):
         zero = (0, "", 0, 0, 0)  # a join's output has no order
         for a in new_l:
             for b in rights:
-                _answer(out, fn.out, zero, None, (k, (a, b)))
+                out.append(_answer(fn.out, zero, None, (k, (a, b))))
         for a in lefts + new_l:
             for b in new_r:
-                _answer(out, fn.out, zero, None, (k, (a, b)))
+                out.append(_answer(fn.out, zero, None, (k, (a, b))))
 
     def close(self) -> None:
         pass
 
 
-def _answer(out: dict[str, list[Any]], tag: int, order: tuple[Any, ...], k: Any, v: Any) -> None:
-    out["tag"].append(tag)
-    for name, y in zip(_INNER, order):
-        out[name].append(y)
-    out["k"].append(pickle.dumps(k, protocol=5))
-    out["v"].append(pickle.dumps(v, protocol=5))
+def _order(r: Row) -> tuple[Any, ...]:
+    return r[1]
+
+
+#: an answer row, as _ANSWERS
+_AnswerRow = SparkRow(*_ANSWERS.names)
+
+
+def _answer(tag: int, order: tuple[Any, ...], k: Any, v: Any) -> Any:
+    return _AnswerRow(tag, *order, pickle.dumps(k, protocol=5), pickle.dumps(v, protocol=5))
 
 
 # ------------------------------------------------------------------ what the runtime uses
@@ -435,9 +447,9 @@ class ExecutorRegion:
         srcs = sorted({c.src for c in self.chains})
         rows = raw.filter(F.col("_src").isin(srcs))
         chained = map_in_arrow(rows, chain_rows(self.inputs, self.chains), _CHAINED)
-        with warnings.catch_warnings():  # (the answers are built without pandas' newer features)
+        with warnings.catch_warnings():  # (PySpark wraps the processor in a pandas UDF; no pandas runs)
             warnings.filterwarnings("ignore", message=PANDAS_NOTE)
-            answers = chained.groupBy("gk").transformWithStateInPandas(
+            answers = chained.groupBy("gk").transformWithState(
                 _Processor(self.aggs, self.tags), _ANSWERS, "Append", "None"
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))

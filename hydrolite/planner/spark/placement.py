@@ -141,8 +141,10 @@ def resolve_keyed_state(option: str, master: str) -> tuple[bool, str | None]:
     `auto` chooses by measurement: on a local master the executors share the driver's cores,
     and there the driver's store answered the key-value store about 6x faster than the
     `transformWithStateInPandas` path (3,349 vs 528 rows/s, 5 x 6,000 rows over 10k keys, and
-    `benchmarks/bench_state_paths.py`); on a cluster master (including `local-cluster`) the
-    executor path scales with the executors while the driver's does not.
+    `benchmarks/bench_state_paths.py`); the Row-based `transformWithState` processor that
+    replaced it measured 3.05x faster (README, "Keyed state on the executors"), which still
+    leaves the driver ahead (not re-measured side by side); on a cluster master (including
+    `local-cluster`) the executor path scales with the executors while the driver's does not.
     """
     if option == "executors":
         return True, None

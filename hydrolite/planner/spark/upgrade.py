@@ -47,6 +47,12 @@ from .stages import Plan, Stage
 
 PLAN_FILE = "plan.json"
 RECORD_VERSION = 1
+#: Spark's operator holding a query's executor state (`keyed_state.ExecutorRegion.branch`),
+#: recorded per query: Spark refuses to resume one operator's state with another (its state
+#: metadata names the operator), so a change is refused here, before anything runs
+KEYED_OPERATOR = "transformWithState"
+#: what records without the field used (hydrolite before the Row-based operator)
+LEGACY_KEYED_OPERATOR = "transformWithStateInPandas"
 
 
 class PlanChangedError(HydroliteError, RuntimeError):
@@ -89,6 +95,7 @@ class QueryRecord:
     inputs: list[str]
     sinks: list[str]
     state: dict[str, StateRecord]
+    keyed_operator: str = LEGACY_KEYED_OPERATOR  # meaningful when a state's home is "executors"
 
 
 def stage_inputs(stage: Stage) -> list[str]:
@@ -115,7 +122,11 @@ def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
             data = json.load(fh)
         queries = {
             d: QueryRecord(
-                d, list(q["inputs"]), list(q["sinks"]), {k: StateRecord(key=k, **s) for k, s in q["state"].items()}
+                d,
+                list(q["inputs"]),
+                list(q["sinks"]),
+                {k: StateRecord(key=k, **s) for k, s in q["state"].items()},
+                str(q.get("keyed_operator", LEGACY_KEYED_OPERATOR)),
             )
             for d, q in data["queries"].items()
         }
@@ -206,6 +217,7 @@ class Reconciliation:
                 "inputs": stage_inputs(stage),
                 "sinks": [s.port for s in stage.sinks],
                 "state": state,
+                **({"keyed_operator": KEYED_OPERATOR} if any(s["home"] == "executors" for s in state.values()) else {}),
             }
         return {
             "version": RECORD_VERSION,
@@ -414,6 +426,14 @@ def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> Non
     keeps executor state (one transformWithState operator) exactly when it did before."""
     before = any(s.home == "executors" for s in rec.state.values())
     now = any(home_of(stage, x) == "executors" for x in stage.stateful)
+    if before and now and rec.keyed_operator != KEYED_OPERATOR:
+        recon.refusals.append(
+            f"query {rec.dir}: its state on the executors was written by Spark's {rec.keyed_operator} operator (an "
+            f"earlier hydrolite), and this hydrolite keeps it in {KEYED_OPERATOR}: Spark cannot resume one "
+            "operator's state with another"
+        )
+        recon.fixes.append("resume it with the hydrolite version that wrote it, or start a new --checkpoint")
+        return
     if before == now:
         return
     what = "adds" if now else "drops"
