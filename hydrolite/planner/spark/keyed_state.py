@@ -78,7 +78,15 @@ _ANSWERS = T.StructType(
         T.StructField("v", T.BinaryType()),
     ]
 )
-_KIND = {n.Map: "map", n.Filter: "filter", n.FilterMap: "filter_map", n.FlatMap: "flat_map", n.IntoKeyed: "into_keyed"}
+_KIND = {
+    n.Map: "map",
+    n.Filter: "filter",
+    n.FilterMap: "filter_map",
+    n.FlatMap: "flat_map",
+    n.IntoKeyed: "into_keyed",
+    n.Entries: "entries",
+    n.Values: "values",
+}
 UNKNOWN_BATCH = -1  # a worker does not know the batch id; the runtime fills it in (`with_batch`)
 
 
@@ -109,6 +117,8 @@ def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType
     for op in chain.ops:
         if isinstance(op, n.IntoKeyed):
             kt, vt = (vt.items[0], vt.items[1]) if isinstance(vt, TupleT) and len(vt.items) == 2 else (OPAQUE, OPAQUE)
+        elif isinstance(op, (n.Entries, n.Values)):  # a keyed stream's elements, unkeyed
+            vt, kt = (TupleT((kt or OPAQUE, vt)) if isinstance(op, n.Entries) else vt), None
         else:
             vt = _step_type(op, vt)
     return vt, kt
@@ -159,6 +169,10 @@ def _run_op(op: _Op, items: list[Item]) -> list[Item]:
     try:
         if op.kind == "into_keyed":
             return [(o, k, v) for (o, _, _), (k, v) in zip(items, kernels.split_pairs(values))]
+        if op.kind == "entries":
+            return [(o, None, (k, v)) for o, k, v in items]
+        if op.kind == "values":
+            return [(o, None, v) for o, _, v in items]
         if op.kind == "map":
             return [(o, k, r) for (o, k, _), r in zip(items, kernels.map_values(op.f, values))]
         if op.kind == "filter":

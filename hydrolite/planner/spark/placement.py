@@ -7,7 +7,7 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 
 * whose input is a *chain*: one of the query's inputs (a source port or a channel) through
   element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
-  `into_keyed`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
+  `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
   the key of every element is known before any state is read; and
 * whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
   through its `snapshot`), each with a chain as its request stream.
@@ -38,9 +38,10 @@ from .stages import Stage, where
 #: aggregates whose keyed, carried state may live on the executors
 EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
 #: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
-_ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed)
-#: identity steps in a merged tick: the batch's delta passes through unchanged
-_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
+_ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries, n.Values)
+#: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
+#: delivered within the micro-batch on Spark, `ops.send`)
+_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.Send)
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class _Finder:
             if isinstance(x, _IDENTITY):
                 x = x.children[0]
                 continue
-            if not isinstance(x, _ELEMENTWISE):
+            if not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
                 return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
             if not self.stage.member(x):
                 return f"its input comes through {x.op}() {where(x)} outside the query"
