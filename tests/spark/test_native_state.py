@@ -58,7 +58,7 @@ def _program(agg: Agg, ask: Ask = _keys_asked, keep_missing: bool = True) -> hl.
     batch = events.batch_aligned(tick, align, nondet("any grouping of events gives the same final values"))
     snap = state.snapshot_aligned(tick, align, nondet("the version that includes this batch's events"))
     requests = ask(batch)
-    found = requests.lookup_keyed_singleton(snap) if keep_missing else requests.get_many_if_present(snap)
+    found = requests.lookup_keyed_singleton(snap) if keep_missing else snap.get_many_if_present(requests)
     found.entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("out")
     return flow.finalize()
 

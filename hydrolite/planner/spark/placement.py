@@ -17,6 +17,16 @@ same way (a symmetric hash join: each new element meets the other side's element
 a join of unbounded streams that cannot be placed there is refused (`SparkPlanError`): on
 the driver it would keep its whole history in every batch.
 
+**Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
+folding a query input directly, and read only by lookups whose requested keys the same
+batch provably updated (`native_state.native_of` derives that from the IR) is kept by
+Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB): no Python
+per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
+the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
+function is not an algebraic fold"). It is used under `keyed_state` `executors` and `auto`
+(local masters too: the running count of `benchmarks/bench_state_paths.py` NATIVE_RATIO),
+never under `driver`.
+
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
 in a `transformWithStateInPandas` processor, whose state Spark keeps in its RocksDB state
