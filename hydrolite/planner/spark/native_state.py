@@ -48,6 +48,7 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
+from .stages import Stage
 from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 
 #: what `Placement.why` starts with for a state placed here
@@ -245,10 +246,19 @@ class NativeAggregations:
     """A query's native states at run time: their aggregations in the streaming plan, and
     each batch's aggregate rows as the states' values (`KTable`s of the updated keys)."""
 
-    def __init__(self, states: Sequence[NativeState], inputs: dict[int, NativeInput]) -> None:
+    def __init__(self, states: Sequence[NativeState], inputs: dict[int, NativeInput], stage: Stage) -> None:
         self.states = list(states)
         self.inputs = inputs  # id(input node) -> NativeInput
         self._parts: list[list[HType]] = []
+        #: `keys()` of a native state's own input in the tick -> that state's index: the keys the
+        #: batch holds are exactly the keys its aggregation emitted (no distinct over the input)
+        self.keys: dict[int, tuple[n.Node, int]] = {}
+        for x in stage.nodes:
+            if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
+                continue
+            i = next((i for i, st in enumerate(self.states) if _strip(x.children[0]) is st.input), None)
+            if i is not None:
+                self.keys[id(x)] = (x, i)
 
     def branch(self, raw: Any) -> Any:
         """The aggregations' rows, to union with the query's raw rows: state i's rows have
@@ -293,6 +303,9 @@ class NativeAggregations:
             v = merge_columns(st.algebra, cols, has_init, init, acc_t)
             vt = acc_t if has_init else parts[0]
             out[id(st.node)] = KTable(st.kt, vt, SFrame(rows.select("k", v.alias("v")), vt, st.kt))
+            for key_node, j in self.keys.values():
+                if j == i:
+                    out[id(key_node)] = SFrame(rows.select(F.col("k").alias("v")), st.kt)
         return out
 
 

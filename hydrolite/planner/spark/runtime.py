@@ -178,7 +178,7 @@ class StageRunner(StageOutputs):
                 for i, inp in enumerate(self.inputs)
                 if inp.node is not None
             }
-            self.native = NativeAggregations(natives, at)
+            self.native = NativeAggregations(natives, at, self.stage)
             df = df.unionByName(self.native.branch(raw), allowMissingColumns=True)
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
