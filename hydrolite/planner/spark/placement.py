@@ -24,8 +24,8 @@ Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB):
 per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
 the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
 function is not an algebraic fold"). It is used under `keyed_state` `executors` and `auto`
-(local masters too: the running count of `benchmarks/bench_state_paths.py` NATIVE_RATIO),
-never under `driver`.
+(local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
+was faster than the driver store, README.md "Native aggregation"), never under `driver`.
 
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
