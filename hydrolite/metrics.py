@@ -326,6 +326,6 @@ class RunMetrics:
             yield (s.stage.name, operator_label(node), "driver"), driver.get(s.keys[id(node)], 0)
         with self._lock:
             spark_ops = dict(self._spark[s.stage.name].state_rows or {})
-        if placement is not None and placement.region is not None:
+        if placement is not None and (placement.region is not None or placement.native):
             for name, rows in sorted(spark_ops.items()):
                 yield (s.stage.name, name, "executors"), rows

@@ -133,7 +133,7 @@ def _keyed_algebra(
     assert sf.kt is not None
     grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
-        v = _merge_columns(alg, [(F.col(f"p{i}"), t) for i, (_, t) in enumerate(parts)], has_init, init, acc_t)
+        v = merge_columns(alg, [(F.col(f"p{i}"), t) for i, (_, t) in enumerate(parts)], has_init, init, acc_t)
         out_t = acc_t if has_init else parts[0][1]
         return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
     rows = grouped.collect()
@@ -149,7 +149,10 @@ def _keyed_algebra(
     return KTable(sf.kt, vt, None, ctx.key(node), ctx.state, updates)
 
 
-def _merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType) -> Column:
+def merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType) -> Column:
+    """Each key's value from its partial aggregates (`p*` Columns) and the fold's init: a
+    per-tick keyed fold, and a native streaming aggregation's value (`native_state.py`)."""
+
     def one(kind: str, p: Column, start: Any, t: HType) -> Column:
         if not has_init or kind in ("last", "first"):
             return p

@@ -17,6 +17,16 @@ same way (a symmetric hash join: each new element meets the other side's element
 a join of unbounded streams that cannot be placed there is refused (`SparkPlanError`): on
 the driver it would keep its whole history in every batch.
 
+**Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
+folding a query input directly, and read only by lookups whose requested keys the same
+batch provably updated (`native_state.native_of` derives that from the IR) is kept by
+Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB): no Python
+per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
+the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
+function is not an algebraic fold"). It is used under `keyed_state` `executors` and `auto`
+(local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
+was faster than the driver store, README.md "Native aggregation"), never under `driver`.
+
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
 in a `transformWithStateInPandas` processor, whose state Spark keeps in its RocksDB state
@@ -33,6 +43,9 @@ from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from .native_state import WHY as NATIVE_WHY
+from .native_state import NativeState, native_of
+from .native_state import describe as describe_native
 from .stages import Stage, where
 
 #: aggregates whose keyed, carried state may live on the executors
@@ -116,9 +129,12 @@ class Placement:
     node: n.Node
     executors: bool
     why: str
+    native: bool = False  # kept by Spark's native streaming aggregation (`native_state.py`)
 
     def describe(self) -> str:
         home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
+        if self.native:
+            home = "executors (Spark's streaming aggregation, RocksDB)"
         return f"{self.node.op}() {where(self.node)}: {home}: {self.why}"
 
 
@@ -126,6 +142,7 @@ class Placement:
 class StagePlacement:
     region: Region | None
     placements: tuple[Placement, ...]
+    native: tuple[NativeState, ...] = ()  # states kept by native streaming aggregations
 
     def of(self, node: n.Node) -> Placement | None:
         return next((p for p in self.placements if p.node is node), None)
@@ -159,27 +176,50 @@ def resolve_keyed_state(option: str, master: str) -> tuple[bool, str | None]:
     return True, None
 
 
+def resolve_native(option: str) -> bool:
+    """Whether eligible algebraic keyed state goes to Spark's native streaming aggregation
+    under a run option: always but with `driver`. On a local master too (`auto`): there it
+    was faster than the driver store (README.md, "Native aggregation")."""
+    return option != "driver"
+
+
 def place(
-    stage: Stage, executors: bool = True, driver_why: str | None = None, joins: bool | None = None
+    stage: Stage,
+    executors: bool = True,
+    driver_why: str | None = None,
+    joins: bool | None = None,
+    native: bool | None = None,
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
+    With `native` (default: as `executors`) a carried keyed aggregate that one native
+    streaming aggregation computes exactly (`native_state.native_of`) is kept by one.
     With `executors=False` (the run option `keyed_state="driver"`, or `auto` on a local
-    master: `driver_why` says so) everything stays on the driver, as in hydrolite before
+    master: `driver_why` says so) everything else stays on the driver, as in hydrolite before
     state moved to the executors — except, with `joins`, joins of unbounded streams, which the
     driver cannot hold at all (`auto` keeps them on the executors whatever the master).
     """
     joins_here = executors if joins is None else joins
+    native_here = executors if native is None else native
     why_driver = driver_why or "the run asked for driver state (keyed_state='driver')"
     finder = _Finder(stage)
     states: list[ExecutorState] = []
     lookups: list[ExecutorLookup] = []
     placed_joins: list[ExecutorJoin] = []
+    natives: list[NativeState] = []
     placements: list[Placement] = []
     for node in stage.stateful:
+        not_native = ""
+        if native_here and isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed:
+            found_native = native_of(node, finder.inputs, finder.users, finder._blocker())
+            if not isinstance(found_native, str):
+                natives.append(found_native)
+                placements.append(Placement(node, True, describe_native(found_native), native=True))
+                continue
+            not_native = f" (not {NATIVE_WHY}: {found_native})"
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
-            placements.append(Placement(node, False, why_driver))
+            placements.append(Placement(node, False, why_driver + not_native))
             continue
         if isinstance(node, n.Join):
             side = finder.join_of(node)
@@ -192,15 +232,16 @@ def place(
         _refuse_unbounded_join(node, "")
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
-            placements.append(Placement(node, False, found))
+            placements.append(Placement(node, False, found + not_native))
             continue
         state, its_lookups = found
         states.append(state)
         lookups.extend(its_lookups)
         readers = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
-        placements.append(Placement(node, True, f"keyed, fed per element and read only per key (by {readers})"))
+        why = f"keyed, fed per element and read only per key (by {readers}){not_native}"
+        placements.append(Placement(node, True, why))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
-    return StagePlacement(region, tuple(placements))
+    return StagePlacement(region, tuple(placements), tuple(natives))
 
 
 def _refuse_unbounded_join(node: n.Node, why: str) -> None:

@@ -49,9 +49,10 @@ from .feed import FeedWriter
 from .files import FileWatch
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock
+from .native_state import OUTPUT_MODE, NativeAggregations, NativeInput
 from .offsets import check_restart
 from .outputs import StageOutputs
-from .placement import KEYED_STATE, place, resolve_keyed_state
+from .placement import KEYED_STATE, place, resolve_keyed_state, resolve_native
 from .ports import (
     FeedInput,
     FileInput,
@@ -134,6 +135,7 @@ class StageRunner(StageOutputs):
         self.progress = StageProgress()
         self._ctx: BatchCtx | None = None
         self.region: ExecutorRegion | None = None  # keyed state on the executors (set by streaming_df)
+        self.native: NativeAggregations | None = None  # native streaming aggregations (set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -165,16 +167,27 @@ class StageRunner(StageOutputs):
         df = parts[0]
         for p in parts[1:]:
             df = df.unionByName(p, allowMissingColumns=True)
+        raw = df
         region = self.stage.placement.region if self.stage.placement is not None else None
-        if region is not None:  # keyed state partitioned across the executors: keyed_state.py
+        natives = self.stage.placement.native if self.stage.placement is not None else ()
+        if region is not None or natives:
             spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        if natives:  # algebraic keyed state as Spark's own aggregations: native_state.py
+            at = {
+                id(inp.node): NativeInput(i, quarantine_dir(inp.binding) is not None)
+                for i, inp in enumerate(self.inputs)
+                if inp.node is not None
+            }
+            self.native = NativeAggregations(natives, at, self.stage)
+            df = df.unionByName(self.native.branch(raw), allowMissingColumns=True)
+        if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
                 QueryInput(i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp))
                 for i, inp in enumerate(self.inputs)
                 if inp.node is not None
             ]
             self.region = ExecutorRegion(region, described, self.stage.name, self.keys)
-            df = df.unionByName(self.region.branch(df), allowMissingColumns=True)
+            df = df.unionByName(self.region.branch(raw), allowMissingColumns=True)
         return df
 
     @staticmethod
@@ -187,6 +200,8 @@ class StageRunner(StageOutputs):
             return
         name = f"hydrolite.{self.runner.plan.flow.name}.{self.stage.name}.{next(_query_ids)}"
         w = self.streaming_df().writeStream.queryName(name).foreachBatch(self.foreach_batch)
+        if self.native is not None:  # an aggregation without a watermark runs in update mode only
+            w = w.outputMode(OUTPUT_MODE)
         w = w.option("checkpointLocation", os.path.join(self.dir, "spark"))
         if once:
             w = w.trigger(availableNow=True)
@@ -288,6 +303,8 @@ class StageRunner(StageOutputs):
                 out[id(inp.node)] = sf
         if self.region is not None:  # the executor region's answers: the lookups' values
             out.update(self.region.lookup_frames(df))
+        if self.native is not None:  # native aggregations: their states' values at the keys updated
+            out.update(self.native.tables(df))
         return out
 
     def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
@@ -438,7 +455,13 @@ class FlowRunner:
         self.spark = spark if spark is not None else spark_session(master)
         on_executors, why = resolve_keyed_state(keyed_state, self.spark.sparkContext.master or "local[*]")
         for stage in self.plan.stages:  # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
-            stage.placement = place(stage, executors=on_executors, driver_why=why, joins=keyed_state != "driver")
+            stage.placement = place(
+                stage,
+                executors=on_executors,
+                driver_why=why,
+                joins=keyed_state != "driver",
+                native=resolve_native(keyed_state),
+            )
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
             raise SparkRunError(
                 "running on Spark Connect is not supported yet: Connect runs foreachBatch in a server-side "

@@ -69,9 +69,21 @@ def state_type(node: n.Node) -> str:
 
 
 def home_of(stage: Stage, node: n.Node) -> str:
-    """Where `node`'s state lives in this plan: "executors" or "driver"."""
+    """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
+    "executors" (the transformWithState operator) or "driver"."""
     p = stage.placement.of(node) if stage.placement is not None else None
+    if p is not None and p.native:
+        return "native"
     return "executors" if p is not None and p.executors else "driver"
+
+
+def _at(home: str) -> str:
+    return "in a native streaming aggregation" if home == "native" else f"on the {home}"
+
+
+def _keyed_state_for(home: str) -> str:
+    """The run option that keeps state where `home` says."""
+    return "executors (or auto)" if home == "native" else home
 
 
 @dataclass
@@ -82,7 +94,7 @@ class StateRecord:
     op: str
     at: str
     type: str
-    home: str = "driver"  # executors | driver (`placement.py`); records before it: driver
+    home: str = "driver"  # native | executors | driver (`placement.py`); records before it: driver
 
     @property
     def display(self) -> str:
@@ -372,6 +384,14 @@ def _compare_query(
     for ns in new:
         s = pairs.get(id(ns.node))
         names = (ns.ident.display, ns.ident.key) + ((s.display, s.key) if s else ())
+        if _matches(reset, *names) and (s is not None and s.home == "native" or home_of(stage, ns.node) == "native"):
+            used.difference_update(names)
+            recon.refusals.append(
+                f"{ns.ident.display}: its state is kept by a native streaming aggregation, in Spark's own checkpoint "
+                f"of query {q}: it cannot be reset alone (key {ns.ident.key})"
+            )
+            recon.fixes.append("start a new --checkpoint (its other states start empty too)")
+            continue
         if _matches(reset, *names):
             used.difference_update(names)
             recon.resets += 1
@@ -396,10 +416,10 @@ def _compare_query(
             continue
         if s.home != home_of(stage, ns.node):
             recon.refusals.append(
-                f"{ns.ident.display}: its state lives on the {s.home} in this checkpoint, and this run would keep it "
-                f"on the {home_of(stage, ns.node)} (key {s.key}): it would start empty there"
+                f"{ns.ident.display}: its state lives {_at(s.home)} in this checkpoint, and this run would keep it "
+                f"{_at(home_of(stage, ns.node))} (key {s.key}): it would start empty there"
             )
-            recon.fixes.append(f"resume with --keyed-state {s.home}, or start a new --checkpoint")
+            recon.fixes.append(f"resume with --keyed-state {_keyed_state_for(s.home)}, or start a new --checkpoint")
             continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
         moved = f" (was {s.display})" if s.at != ns.ident.at else ""
@@ -423,7 +443,9 @@ def _compare_query(
 
 def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
     """Spark cannot add a stateful operator to a query, or drop one, between runs: the query
-    keeps executor state (one transformWithState operator) exactly when it did before."""
+    keeps executor state (one transformWithState operator) exactly when it did before, and
+    the same native aggregations (one per native state, `native_state.py`)."""
+    _compare_native(recon, stage, rec)
     before = any(s.home == "executors" for s in rec.state.values())
     now = any(home_of(stage, x) == "executors" for x in stage.stateful)
     if before and now and rec.keyed_operator != KEYED_OPERATOR:
@@ -444,6 +466,25 @@ def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> Non
     recon.fixes.append(
         f"resume with --keyed-state {'driver' if now else 'executors'} to keep the state where it is, "
         "or start a new --checkpoint"
+    )
+
+
+def _compare_native(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
+    """Spark numbers a query's stateful operators by their place in the plan and checks each
+    one's state schema on restart: the native aggregations must be the same ones, in the same
+    order, as in the checkpoint (a state that moved to or from one is also refused per state)."""
+    before = [s.display for s in rec.state.values() if s.home == "native"]
+    now = [f"{x.op}@{x.site.label}" for x in stage.stateful if home_of(stage, x) == "native"]
+    if len(before) == len(now):
+        return
+    recon.refusals.append(
+        f"query {rec.dir}: its native streaming aggregations would change (recorded: {', '.join(before) or 'none'}; "
+        f"this run: {', '.join(now) or 'none'}): Spark cannot add or drop a stateful operator of a query that has "
+        "committed batches"
+    )
+    recon.fixes.append(
+        "keep the aggregations and their readers as they were (resume with the keyed_state option the checkpoint "
+        "was written with), or start a new --checkpoint"
     )
 
 

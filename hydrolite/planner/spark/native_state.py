@@ -1,0 +1,318 @@
+"""Keyed state as Spark's own streaming aggregation: `groupBy(key).agg(...)` in update mode.
+
+A carried keyed aggregate whose fold is *algebraic* (`folds.py`: count, and folds/reduces
+that sum, subtract, take the min/max, or and/and the element or a constant, and tuples of
+those) needs no Python on the executors at all: Spark's native streaming aggregation keeps
+the partial aggregate per key in its RocksDB state store, checkpointed and versioned by
+batch id, and in update mode emits, each micro-batch, one row per key *the batch updated*
+with its aggregate over every batch so far. The tick merges that with the fold's init
+(`ops_state.merge_columns`, the per-tick map form of the same algebra) and the result is
+the state's value at those keys.
+
+That is the whole state only at the keys the batch touched, so the path is taken only when
+every reader is a `lookup_keyed_singleton` (directly or through `snapshot`) whose requested
+keys are provably among them — derived from the IR, never assumed (`requests_covered`):
+
+* the requests are the state's own input stream (up to the identity steps `batch`,
+  `assume_ordering`, `weaken_ordering`), or that stream through keyed `filter`, `map`,
+  `filter_map`, `flat_map` (they keep each element's key, and keep or drop elements); or
+* they are `into_keyed()` of `map(lambda k: (k, ...))` over `keys()` of such a stream
+  (possibly filtered): each request's key is a key of one of the batch's elements.
+
+A requested key is then always present in this batch's rows, so the lookup — an ordinary
+join on the batch's DataFrame, run by the tick (`ops.keyed_lookup`) — answers exactly what
+the driver store would. Further conditions (each refusal is a reason in `hydrolite plan`):
+the state folds a query input directly (no Python function between the input and the state:
+the aggregation reads the input's typed columns); the keys are ints, strings, booleans or
+tuples of them (grouped exactly as Python compares them); sums are of ints or booleans
+(a float sum depends on the order Spark adds in; Python folds in arrival order); min/max of
+ints, strings or booleans; `first`/`last` depend on arrival order across batches and are
+not native.
+
+Spark findings this relies on (`README.md`, "Native aggregation"): an update-mode
+aggregation can be unioned with its own input's raw rows in the one query that ends in
+`foreachBatch` (the tick), next to a `transformWithStateInPandas` branch; several
+independent (parallel) aggregations may be unioned too — only *chained* stateful operators
+need append mode; append mode itself is refused for aggregations without a watermark, so a
+query with native state runs in update mode (`OUTPUT_MODE`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...ir import nodes as n
+from ...ir.meta import Kind
+from .fn_source import function_ast
+from .folds import COUNT, Algebra, analyze
+from .stages import Stage
+from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
+
+#: what `Placement.why` starts with for a state placed here
+WHY = "native streaming aggregation (RocksDB)"
+#: the query's output mode when it has native state (append is refused without a watermark)
+OUTPUT_MODE = "update"
+#: `_src` of state i's aggregate rows in the query's union is `NATIVE_SRC - i`
+NATIVE_SRC = -2
+
+INT, STR, BOOL = Prim(int), Prim(str), Prim(bool)
+_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
+_KEY_KEEPING = (n.Filter, n.Map, n.FilterMap, n.FlatMap)  # on a keyed stream: per value, key unchanged
+#: accumulator parts one aggregation computes exactly -> the element types allowed (None: any)
+_NATIVE_PARTS: dict[str, tuple[Prim, ...] | None] = {
+    "sum": (INT, BOOL),
+    "sub": (INT, BOOL),
+    "max": (INT, STR, BOOL),
+    "min": (INT, STR, BOOL),
+    "any": (BOOL,),
+    "all": (BOOL,),
+    "keep": None,
+}
+
+
+@dataclass(frozen=True)
+class NativeState:
+    """A keyed aggregate kept by a native streaming aggregation over the query input `input`."""
+
+    node: n.Node
+    input: n.Node
+    lookups: tuple[n.KeyedLookup, ...]
+    algebra: Algebra
+    vt: HType  # the input's element type
+    kt: HType  # its key type
+
+
+def _strip(x: n.Node) -> n.Node:
+    while isinstance(x, _IDENTITY):
+        x = x.children[0]
+    return x
+
+
+def _keys_only(t: HType | None) -> bool:
+    if isinstance(t, TupleT):
+        return all(_keys_only(i) for i in t.items)
+    return t in (INT, STR, BOOL)
+
+
+def _pair_with_key(f: Any) -> bool:
+    """Whether `f` is `lambda k: (k, <anything>)`: its result's first component is its argument."""
+    fa = function_ast(f)
+    if fa is None or len(fa.params) != 1:
+        return False
+    body = fa.body
+    return (
+        isinstance(body, ast.Tuple)
+        and len(body.elts) == 2
+        and isinstance(body.elts[0], ast.Name)
+        and body.elts[0].id == fa.params[0]
+    )
+
+
+def requests_covered(requests: n.Node, state_input: n.Node) -> bool:
+    """Whether every key of `requests` in a batch is the key of an element of `state_input`
+    in the same batch (so the aggregate emitted that key's value in that batch)."""
+    target = _strip(state_input)
+
+    def keyed(x: n.Node) -> bool:  # keys of keyed stream x ⊆ keys of target
+        x = _strip(x)
+        if x is target:
+            return True
+        if isinstance(x, _KEY_KEEPING) and x.meta.kind.keyed and x.children[0].meta.kind.keyed:
+            return keyed(x.children[0])
+        if isinstance(x, n.IntoKeyed):
+            pairs = _strip(x.children[0])
+            return isinstance(pairs, n.Map) and _pair_with_key(pairs.f) and key_stream(pairs.children[0])
+        return False
+
+    def key_stream(x: n.Node) -> bool:  # the elements of stream x ⊆ keys of target
+        x = _strip(x)
+        if isinstance(x, n.Filter) and not x.meta.kind.keyed:
+            return key_stream(x.children[0])
+        return isinstance(x, n.Keys) and x.children[0].meta.kind.streamlike and keyed(x.children[0])
+
+    return keyed(requests)
+
+
+def native_algebra(node: n.Node, vt: HType | None) -> Algebra | str:
+    """The algebra of an aggregate that one native aggregation computes exactly, or why not."""
+    if isinstance(node, n.Count):
+        return COUNT
+    if isinstance(node, (n.First, n.Last)):
+        return f"{node.op}() depends on arrival order across batches, which one aggregation cannot see"
+    if vt is None or vt == OPAQUE:
+        return "its elements' type is not known"
+    if isinstance(node, n.Fold):
+        acc_t = of_value(node.init) or from_python(node.meta.elem)
+        alg = analyze(node.f, acc_t, reduce=False)
+    elif isinstance(node, n.Reduce):
+        acc_t, alg = vt, analyze(node.f, vt, reduce=True)
+    else:
+        return f"{node.op}() is not a fold"
+    if alg is None:
+        return "its function is not an algebraic fold (a sum, min/max, or/and of the element, or tuples of those)"
+    for p in alg.parts:
+        allowed = _NATIVE_PARTS.get(p.kind, ())
+        if allowed is None:
+            continue
+        t = _part_type(p.g, alg.elem_param, vt)
+        acc = acc_t.items[p.index] if isinstance(acc_t, TupleT) and p.index is not None else acc_t
+        if p.kind in ("first", "last"):
+            return "it keeps the first or last element, which depends on arrival order across batches"
+        want_acc = (INT,) if p.kind in ("sum", "sub") else (t,)
+        if t not in allowed or (isinstance(node, n.Fold) and acc not in want_acc):
+            return (
+                f"its {p.kind} is of {t if t is not None else 'an expression'} into {acc}: natively only "
+                f"{' / '.join(str(a) for a in allowed)} (a float sum depends on the order Spark adds in)"
+            )
+    return alg
+
+
+def _part_type(g: ast.expr | None, param: str, vt: HType) -> HType | None:
+    """The type of a part's per-element expression when it is the element or a constant."""
+    if g is None or (isinstance(g, ast.Name) and g.id == param):
+        return vt
+    if isinstance(g, ast.Constant) and type(g.value) in (int, bool):
+        return Prim(type(g.value))
+    return None
+
+
+def native_of(
+    node: n.Node, inputs: Sequence[n.Node], users: dict[int, list[n.Node]], blocked: str | None
+) -> NativeState | str:
+    """The native form of the carried keyed aggregate `node` of one query, or why it has none."""
+    if not isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
+        return f"{node.op}() is not an aggregate"
+    if not node.children[0].meta.kind.keyed:
+        return "not keyed"
+    if blocked is not None:
+        return blocked
+    src = _strip(node.children[0])
+    if not any(src is i for i in inputs):
+        return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
+    if src.meta.kind is not Kind.KEYED_STREAM:
+        return f"its input {src.op}() {src.site.label} is not a keyed stream"
+    kt, vt = from_python(src.meta.key), from_python(src.meta.elem)
+    if not _keys_only(kt):
+        return (
+            f"its keys ({kt if kt is not None else 'unknown type'}) are not ints, strings, booleans or tuples of them"
+        )
+    assert kt is not None
+    alg = native_algebra(node, vt)
+    if isinstance(alg, str):
+        return alg
+    lookups: list[n.KeyedLookup] = []
+    todo: list[n.Node] = [node]
+    while todo:
+        x = todo.pop()
+        for u in users.get(id(x), []):
+            if isinstance(u, n.Snapshot):
+                todo.append(u)
+            elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
+                if not requests_covered(u.children[0], node.children[0]):
+                    return (
+                        f"lookup_keyed_singleton() {u.site.label} may ask for keys this batch did not update "
+                        "(its requests are not this state's own input or its keys)"
+                    )
+                lookups.append(u)
+            else:
+                return f"read whole by {u.op}() {u.site.label} (the aggregation emits only the keys a batch updated)"
+    if not lookups:
+        return "nothing in the query reads it per key"
+    assert vt is not None
+    return NativeState(node, src, tuple(lookups), alg, vt, kt)
+
+
+def describe(st: NativeState) -> str:
+    readers = ", ".join(f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups)
+    return (
+        f"{WHY}: an algebraic {st.node.op}() of {st.input.op}() {st.input.site.label}, read only at the keys "
+        f"the batch updated (by {readers})"
+    )
+
+
+# ------------------------------------------------------------------ at run time
+@dataclass(frozen=True)
+class NativeInput:
+    """Where a native state's input sits in the query's union."""
+
+    src: int  # `_src` of its rows; its payload is the struct column `p<src>` (k, v)
+    quarantined: bool  # rejected records arrive as rows with `_file.bad` set: not elements
+
+
+class NativeAggregations:
+    """A query's native states at run time: their aggregations in the streaming plan, and
+    each batch's aggregate rows as the states' values (`KTable`s of the updated keys)."""
+
+    def __init__(self, states: Sequence[NativeState], inputs: dict[int, NativeInput], stage: Stage) -> None:
+        self.states = list(states)
+        self.inputs = inputs  # id(input node) -> NativeInput
+        self._parts: list[list[HType]] = []
+        #: `keys()` of a native state's own input in the tick -> that state's index: the keys the
+        #: batch holds are exactly the keys its aggregation emitted (no distinct over the input)
+        self.keys: dict[int, tuple[n.Node, int]] = {}
+        for x in stage.nodes:
+            if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
+                continue
+            i = next((i for i, st in enumerate(self.states) if _strip(x.children[0]) is st.input), None)
+            if i is not None:
+                self.keys[id(x)] = (x, i)
+
+    def branch(self, raw: Any) -> Any:
+        """The aggregations' rows, to union with the query's raw rows: state i's rows have
+        `_src = NATIVE_SRC - i` and a struct `_n<i>` of (k, p0, p1, ...)."""
+        from pyspark.sql import functions as F
+
+        from .folds import partial_columns
+        from .lambdas import TExpr
+        from .quarantine import good_rows
+
+        out = None
+        self._parts = []
+        for i, st in enumerate(self.states):
+            inp = self.inputs[id(st.input)]
+            rows = raw.filter(F.col("_src") == inp.src)
+            if inp.quarantined:
+                rows = good_rows(rows)
+            rows = rows.select(F.col(f"p{inp.src}.k").alias("k"), F.col(f"p{inp.src}.v").alias("v"))
+            parts = partial_columns(st.algebra, TExpr(F.col("v"), st.vt), None)
+            self._parts.append([t for _, t in parts])
+            agg = rows.groupBy("k").agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
+            cols = ["k", *(f"p{j}" for j in range(len(parts)))]
+            mine = agg.select(F.lit(NATIVE_SRC - i).alias("_src"), F.struct(*cols).alias(f"_n{i}"))
+            out = mine if out is None else out.unionByName(mine, allowMissingColumns=True)
+        return out
+
+    def tables(self, df: Any) -> dict[int, Any]:
+        """node id -> the state's value in this batch: a `KTable` of the keys the batch updated."""
+        from pyspark.sql import functions as F
+
+        from .ops_state import merge_columns
+        from .values import KTable, SFrame
+
+        out: dict[int, Any] = {}
+        for i, st in enumerate(self.states):
+            parts = self._parts[i]
+            rows = df.filter(F.col("_src") == NATIVE_SRC - i).select(
+                F.col(f"_n{i}.k").alias("k"), *[F.col(f"_n{i}.p{j}").alias(f"p{j}") for j in range(len(parts))]
+            )
+            has_init, init, acc_t = _start(st)
+            cols = [(F.col(f"p{j}"), t) for j, t in enumerate(parts)]
+            v = merge_columns(st.algebra, cols, has_init, init, acc_t)
+            vt = acc_t if has_init else parts[0]
+            out[id(st.node)] = KTable(st.kt, vt, SFrame(rows.select("k", v.alias("v")), vt, st.kt))
+            for key_node, j in self.keys.values():
+                if j == i:
+                    out[id(key_node)] = SFrame(rows.select(F.col("k").alias("v")), st.kt)
+        return out
+
+
+def _start(st: NativeState) -> tuple[bool, Any, HType]:
+    """(has_init, init, accumulator type), as `ops_state._spec` derives them."""
+    if isinstance(st.node, n.Count):
+        return True, 0, INT
+    if isinstance(st.node, n.Fold):
+        return True, st.node.init, of_value(st.node.init) or from_python(st.node.meta.elem) or OPAQUE
+    return False, None, st.vt

@@ -1,0 +1,141 @@
+"""Differential test of the native aggregation path (`native_state.py`): generated programs
+with an algebraic keyed aggregate of a keyed source, read back in the same tick at keys the
+batch provably updated, next to random other operators (whose state may take the
+transformWithState path or the driver in the same query), run on Spark and replayed in the
+simulator. A planning test (no Spark) pins that every generated store really takes the
+native path, so the differential test cannot silently stop covering it.
+
+The generator reuses `progen`'s program builder; only the store is new (`_native_store`).
+The program is loaded from a real file (`_load`): the native path needs the lambdas' source
+(`fn_source.function_ast` reads it from the file), which `harness.load`'s in-memory modules
+do not have — there every function counts as opaque and no store would be native.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import random
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+
+from hydrolite.ir.graph import Flow
+from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.native_state import WHY
+from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.verify import verify_runner
+from tests.differential.progen import Draw, HypothesisDraw, Program, RandomDraw, Var, _one_op, _sinks, inputs
+from tests.differential.test_differential import EXAMPLES
+
+#: aggregates of (str key, int value) one native aggregation computes exactly
+NATIVE_AGGREGATES = [
+    "count()",
+    "fold(0, lambda a, x: a + x)",
+    "fold_commutative(5, lambda a, x: x + a)",
+    "fold((0, 0, 100), lambda a, x: (a[0] + 1, max(a[1], x), min(a[2], x)))",
+    "fold(0, lambda a, x: a - x)",
+    "reduce(lambda a, b: max(a, b))",
+    "reduce_commutative(lambda a, b: a + b)",
+]
+#: requests derived from the tick's batch `b` of the same source: every key one of its elements has
+REQUESTS = [
+    "{b}",
+    "{b}.filter(lambda v: v > 3)",
+    "{b}.map(lambda v: v * 2)",
+    "{b}.keys().map(lambda k: (k, len(k))).into_keyed()",
+    "{b}.keys().filter(lambda k: k != 'a').map(lambda k: (k, 0)).into_keyed()",
+]
+
+
+def generate_native(d: Draw, max_ops: int = 4) -> Program:
+    """A random program around one native store (plus, sometimes, a second source and ops)."""
+    prog = Program()
+    prog.lines += ['flow = hl.FlowBuilder("gen")', "p = flow.process(P)", "t1 = p.tick()"]
+    prog.lines.append('xs = p.source("xs", int)')
+    prog.vars.append(Var("xs", "stream", None, source="xs"))
+    prog.lines.append('ks = p.keyed_source("ks", str, int)')
+    prog.vars.append(Var("ks", "keyed", None, source="ks", key="str"))
+    prog.lines.append("al = p.local_align_point()")
+    _native_store(prog, d)
+    for _ in range(d.int(0, max_ops)):
+        _one_op(prog, d, ["t1"])
+    _sinks(prog, d)
+    return prog
+
+
+def _native_store(prog: Program, d: Draw) -> None:
+    agg = d.choice(NATIVE_AGGREGATES)
+    prog.lines.append(f"store = ks.{agg}")
+    prog.lines.append("snap = store.snapshot_aligned(t1, al, ND)")
+    prog.lines.append("b = ks.batch_aligned(t1, al, ND)")
+    req = d.choice(REQUESTS).format(b="b")
+    if d.bool():
+        how = f"({req}).lookup_keyed_singleton(snap)"
+    else:
+        how = f"snap.get_many_if_present({req})"
+    prog.sinks.append(f'{how}.entries().map(lambda t: (t[0], t[1][0], t[1][1])).all_ticks().sink("lookups")')
+
+
+def _load(source: str, directory: str) -> Flow:
+    """Build the program from `source` written to a file under `directory` (a module of its own)."""
+    name = "hl_native_" + hashlib.sha1(source.encode()).hexdigest()[:12]
+    path = f"{directory}/{name}.py"
+    with open(path, "w") as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    flow: Flow = module.build()
+    return flow
+
+
+def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
+    for seed in range(40):
+        source = generate_native(RandomDraw(random.Random(seed))).source()
+        flow = _load(source, str(tmp_path))
+        placements = [p for s in plan_flow(flow).stages if s.placement is not None for p in s.placement.placements]
+        native = [p for p in placements if p.native]
+        assert len(native) == 1 and native[0].why.startswith(WHY), f"seed {seed}:\n{source}\n{placements}"
+
+
+@pytest.mark.spark
+@settings(
+    max_examples=max(2, EXAMPLES // 2),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    database=None,
+)
+@given(st.data())
+def test_native_stores_match_the_simulator(spark: SparkSession, data: st.DataObject) -> None:
+    d = HypothesisDraw(data)
+    source = generate_native(d).source()
+    steps = inputs(d, ["xs", "ks"])
+    note(source)
+    note(f"STEPS = {steps!r}")
+    directory = tempfile.mkdtemp(prefix="hl-native-")
+    try:
+        h = SparkHarness(_load(source, directory), spark, f"{directory}/run")
+        placement = h.runner.plan.stages[0].placement
+        assert placement is not None and len(placement.native) == 1, placement
+        try:
+            for step in steps:
+                for port, values in step.items():
+                    if values:
+                        h.sender(port).send_many(values)
+                h.step()
+            report = verify_runner(h.runner)
+        finally:
+            h.runner.stop()
+        assert report.identical, str(report)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
