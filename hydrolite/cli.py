@@ -69,21 +69,13 @@ def _pairs(items: Sequence[str], what: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------ plan
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .planner.spark.placement import place, resolve_keyed_state, resolve_native
+    from .planner.spark.placement import place_all
     from .planner.spark.render import RENDERERS
     from .planner.spark.stages import plan_flow
 
     _, flow = load_program(args.program)
     plan = plan_flow(flow, _cluster_sizes(args.cluster_members))
-    on_executors, why = resolve_keyed_state(args.keyed_state, args.master or "local[*]")
-    for stage in plan.stages:  # where state lives, as `run --keyed-state` would place it
-        stage.placement = place(
-            stage,
-            executors=on_executors,
-            driver_why=why,
-            joins=args.keyed_state != "driver",
-            native=resolve_native(args.keyed_state),
-        )
+    place_all(plan, args.keyed_state, args.master or "local[*]")  # as `run --keyed-state` would place it
     if args.against is not None:
         from .planner.spark.upgrade import reconcile
 

@@ -81,14 +81,13 @@ class PlanView:
 
 def plan(flow: FlowSource, keyed_state: str = "executors") -> PlanView:
     """The Spark plan of `flow` (`keyed_state` as for `hydrolite plan --keyed-state`)."""
-    from .planner.spark.placement import place
+    from .planner.spark.placement import place_all
     from .planner.spark.stages import plan_flow
 
     if keyed_state not in ("executors", "driver"):
         raise NotebookError(f"keyed_state must be 'executors' or 'driver', not {keyed_state!r}")
     planned = plan_flow(_flow(flow))
-    for stage in planned.stages:
-        stage.placement = place(stage, executors=keyed_state == "executors")
+    place_all(planned, keyed_state, "local[*]")
     return PlanView(planned)
 
 

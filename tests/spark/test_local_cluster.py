@@ -37,7 +37,7 @@ from pyspark.sql import SparkSession
 from hydrolite.cli import load_program, main
 from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.feed import FeedWriter
-from hydrolite.planner.spark.placement import place, resolve_keyed_state
+from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.ports import parse_output
 from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.types import OPAQUE, from_python
@@ -151,10 +151,9 @@ def load(path: Path) -> Flow:
 def planned_homes(flow: Flow, mode: str) -> list[tuple[str, str]]:
     """Where `hydrolite run --keyed-state MODE` on a cluster master puts each state."""
     plan = plan_flow(flow)
-    on_executors, why = resolve_keyed_state(mode, MASTER)
+    place_all(plan, mode, MASTER)
     out = []
     for stage in plan.stages:
-        stage.placement = place(stage, executors=on_executors, driver_why=why, joins=mode != "driver")
         out += [(f"{plan.identities[id(x)].op}@{plan.identities[id(x)].at}", home_of(stage, x)) for x in stage.stateful]
     return sorted(out)
 

@@ -46,7 +46,7 @@ from ...ir.meta import Kind
 from .native_state import WHY as NATIVE_WHY
 from .native_state import NativeState, native_of
 from .native_state import describe as describe_native
-from .stages import Stage, where
+from .stages import Plan, Stage, where
 
 #: aggregates whose keyed, carried state may live on the executors
 EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
@@ -181,6 +181,20 @@ def resolve_native(option: str) -> bool:
     under a run option: always but with `driver`. On a local master too (`auto`): there it
     was faster than the driver store (README.md, "Native aggregation")."""
     return option != "driver"
+
+
+def place_all(plan: Plan, keyed_state: str, master: str) -> None:
+    """Place every stage's state as `hydrolite run --keyed-state KEYED_STATE --master MASTER`
+    does (the runner, `hydrolite plan`, the notebook view and `verify-run` all place here)."""
+    on_executors, why = resolve_keyed_state(keyed_state, master)
+    for stage in plan.stages:
+        stage.placement = place(
+            stage,
+            executors=on_executors,
+            driver_why=why,
+            joins=keyed_state != "driver",
+            native=resolve_native(keyed_state),
+        )
 
 
 def place(

@@ -52,7 +52,7 @@ from .lock import CheckpointLock
 from .native_state import OUTPUT_MODE, NativeAggregations, NativeInput
 from .offsets import check_restart
 from .outputs import StageOutputs
-from .placement import KEYED_STATE, place, resolve_keyed_state, resolve_native
+from .placement import KEYED_STATE, place_all
 from .ports import (
     FeedInput,
     FileInput,
@@ -453,15 +453,8 @@ class FlowRunner:
                 "'driver' keeps all state in the driver's store; 'auto' (the default) chooses by the master"
             )
         self.spark = spark if spark is not None else spark_session(master)
-        on_executors, why = resolve_keyed_state(keyed_state, self.spark.sparkContext.master or "local[*]")
-        for stage in self.plan.stages:  # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
-            stage.placement = place(
-                stage,
-                executors=on_executors,
-                driver_why=why,
-                joins=keyed_state != "driver",
-                native=resolve_native(keyed_state),
-            )
+        # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
+        place_all(self.plan, keyed_state, self.spark.sparkContext.master or "local[*]")
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
             raise SparkRunError(
                 "running on Spark Connect is not supported yet: Connect runs foreachBatch in a server-side "

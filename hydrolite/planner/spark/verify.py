@@ -361,19 +361,20 @@ def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
     """Keep each state where the run kept it (its `plan.json`). `plan_flow` puts eligible keyed
     state on the executors, but a run with `--keyed-state driver` (or `auto` on a local master)
     kept it on the driver, and replaying that checkpoint must not read as a change of home. The
-    run options are tried in turn (executors; auto on a local master; driver); when none
+    run options are tried in turn (driver; auto on a local master; executors); when none
     places the states as recorded, `plan_flow`'s placement stays, for `reconcile` to report."""
-    from .placement import place
+    from .placement import place_all
     from .upgrade import home_of, read_record
 
     record = read_record(checkpoint)
     if record is None:
         return
     recorded = sorted((s.op, s.at, s.home) for q in record[0].values() for s in q.state.values())
-    for executors, joins in ((False, True), (False, False), (True, True)):  # the last: plan_flow's own
+    # the last: plan_flow's own placement (everything eligible on the executors)
+    for option, master in (("driver", "local[*]"), ("auto", "local[*]"), ("executors", "local[*]")):
+        place_all(plan, option, master)
         homes = []
         for stage in plan.stages:
-            stage.placement = place(stage, executors=executors, joins=joins)
             ids = [plan.identities[id(x)] for x in stage.stateful]
             homes += [(i.op, i.at, home_of(stage, x)) for i, x in zip(ids, stage.stateful)]
         if sorted(homes) == recorded:
