@@ -180,7 +180,7 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
         )
     peaks = "reset after the warm-up" if all(r["peak_after_warmup"] for r in med.values()) else "warm-up included"
     print(
-        "\nrows = input rows (Spark's numInputRows); s = start to end of the availableNow query; first / last / "
+        "\nrows = input rows (the files' rows, the same for every path of a kind; Spark's numInputRows counts a row per branch reading it); s = start to end of the availableNow query; first / last / "
         "median = triggerExecution (ms) of the first, last and median micro-batch; us/key = median batch time per "
         f"distinct key touched in a batch (count: {keys['count']:,.0f}, kv: {keys['kv']:,.0f}); drv / JVM MB = VmHWM "
         f"(peak RSS from /proc, {peaks}) of the Python driver and of the JVM (local mode: driver + executors + "
@@ -213,6 +213,9 @@ def main() -> None:
     write_inputs(os.path.join(base, "data"), args.batches, args.rows, args.keys, gets)
     write_inputs(os.path.join(base, "warm"), 2, 500, 300, 100)
     want = {kind: expected(os.path.join(base, "data"), kind) for kind in ("count", "kv")}
+    # the input rows each kind of path reads: every path's rate is over the same rows (Spark's
+    # numInputRows counts a row once per branch that reads it: twice on hydrolite's executor paths)
+    inputs = {"count": args.batches * args.rows, "kv": args.batches * (args.rows + gets)}
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     failed = []
     try:
@@ -222,7 +225,9 @@ def main() -> None:
                 print(f"  run {rep + 1} {path}: FAILED ({res['error'].splitlines()[0]})", flush=True)
                 failed.append(res)
                 continue
-            res["check"] = check(res["out"], want["kv" if path.startswith("kv") else "count"])
+            kind = "kv" if path.startswith("kv") else "count"
+            res["check"] = check(res["out"], want[kind])
+            res["spark_rows"], res["rows"] = res["rows"], inputs[kind]
             res["src"] = args.hydrolite_src
             runs[path].append(res)
             took = f"{res['elapsed']:.1f} s ({res['process_s']:.0f} s with start-up)"
