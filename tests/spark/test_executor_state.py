@@ -22,7 +22,7 @@ import hydrolite as hl
 from examples import kvstore
 from hydrolite import nondet
 from hydrolite.planner.spark.errors import UserFunctionError
-from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
@@ -99,16 +99,10 @@ def test_store_on_the_executors_answers_like_the_driver_and_the_simulator(spark:
 def test_crash_inside_a_batch_replays_from_the_state_version_before_it(
     spark: SparkSession, tmp_path: Path, point: str
 ) -> None:
-    fired: list[int] = []
-
-    def fault(p: str, query: str, batch: int) -> None:
-        if p == point and batch == 1 and not fired:
-            fired.append(batch)
-            raise InjectedFault(f"crash at {p} of batch {batch}")
-
+    fault = CrashOnce(point)
     with pytest.raises(Exception, match="crash at"):
         _run(spark, tmp_path, fault=fault)
-    assert fired == [1]
+    assert fault.fired == [1]
     _run(spark, tmp_path)  # batch 1 again: its state update must not be applied twice
     assert _responses(tmp_path) == EXPECTED
 

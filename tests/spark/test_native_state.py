@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
-from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.native_state import WHY
 from hydrolite.planner.spark.runtime import FlowRunner
@@ -214,17 +214,11 @@ def test_lookups_of_other_keys_do_not_take_the_native_path(spark: SparkSession) 
 def test_a_crash_and_a_restart_recover_the_counts_from_sparks_checkpoint(
     spark: SparkSession, tmp_path: Path, point: str
 ) -> None:
-    fired: list[int] = []
-
-    def fault(p: str, query: str, batch: int) -> None:
-        if p == point and batch == 1 and not fired:
-            fired.append(batch)
-            raise InjectedFault(f"crash at {p} of batch {batch}")
-
+    fault = CrashOnce(point)
     flow = _program(lambda s: s.count())
     with pytest.raises(Exception, match="crash at"):
         _run(spark, flow, tmp_path, fault=fault)
-    assert fired == [1]
+    assert fault.fired == [1]
     _, got = _run(spark, flow, tmp_path)  # batch 1 again, from the state version before it
     assert got == _expected(len, BATCHES)
     runner, got = _run(spark, flow, tmp_path, more=True)  # a new run on more input

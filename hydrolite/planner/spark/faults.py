@@ -19,6 +19,20 @@ class InjectedFault(RuntimeError):
     """Raised by a fault hook to simulate a crash inside a micro-batch (tests)."""
 
 
+class CrashOnce:
+    """A fault hook raising `InjectedFault` the first time any query reaches `point` of batch
+    `batch`; `fired` lists the batches it crashed (at most one)."""
+
+    def __init__(self, point: str, batch: int = 1) -> None:
+        self.point, self.batch = point, batch
+        self.fired: list[int] = []
+
+    def __call__(self, p: str, query: str, b: int) -> None:
+        if p == self.point and b == self.batch and not self.fired:
+            self.fired.append(b)
+            raise InjectedFault(f"crash at {p} of batch {b}")
+
+
 def fault_from_env(value: str | None = None) -> FaultHook | None:
     """`HYDROLITE_FAULT=ACTION:POINT:QUERY:BATCH` (ACTION: kill = exit at once, raise = an exception)."""
     spec = value if value is not None else os.environ.get("HYDROLITE_FAULT")
