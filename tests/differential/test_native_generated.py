@@ -109,7 +109,7 @@ def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
 
 @pytest.mark.spark
 @settings(
-    max_examples=max(2, EXAMPLES // 2),
+    max_examples=max(2, EXAMPLES // 4),  # each example is a Spark run; HYDROLITE_DIFF_EXAMPLES scales it
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
