@@ -107,8 +107,8 @@ def test_crash_inside_a_batch_replays_from_the_state_version_before_it(
     assert _responses(tmp_path) == EXPECTED
 
 
-def test_resuming_with_the_state_elsewhere_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    _run(spark, tmp_path, keyed_state="driver")
+def _refused_on_executors(spark: SparkSession, tmp_path: Path) -> str:
+    """The refusal of resuming the kvstore checkpoint under `tmp_path` with executor state."""
     with pytest.raises(PlanChangedError) as err:
         FlowRunner(
             kvstore.build(),
@@ -117,7 +117,12 @@ def test_resuming_with_the_state_elsewhere_is_refused(spark: SparkSession, tmp_p
             inputs=_feeds(tmp_path),
             keyed_state="executors",
         )
-    text = str(err.value)
+    return str(err.value)
+
+
+def test_resuming_with_the_state_elsewhere_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    _run(spark, tmp_path, keyed_state="driver")
+    text = _refused_on_executors(spark, tmp_path)
     assert "adds Spark's keyed-state operator" in text
     assert "lives on the driver in this checkpoint" in text
     assert "--keyed-state driver" in text
@@ -134,15 +139,7 @@ def test_executor_state_of_the_pandas_operator_is_refused(spark: SparkSession, t
     for q in record["queries"].values():
         del q["keyed_operator"]  # as the earlier hydrolite wrote it
     path.write_text(json.dumps(record))
-    with pytest.raises(PlanChangedError) as err:
-        FlowRunner(
-            kvstore.build(),
-            spark=spark,
-            checkpoint=str(tmp_path / "ck"),
-            inputs=_feeds(tmp_path),
-            keyed_state="executors",
-        )
-    text = str(err.value)
+    text = _refused_on_executors(spark, tmp_path)
     assert "written by Spark's transformWithStateInPandas operator" in text, text
     assert "start a new --checkpoint" in text
 
