@@ -70,8 +70,9 @@ def replay_members(flow: Flow, sizes: Mapping[str, int]) -> Any:
         seen: dict[tuple[str, int], int] = {}
         results = []
         for b in batches:
-            if any(d for _, d in b.injected.values()):
-                raise NotImplementedError("generated cluster programs are one query each (no channels)")
+            # progen_cluster generates one-query programs: a channel value here means the
+            # generator changed and this replay must learn to inject it
+            assert not any(d for _, d in b.injected.values()), "a channel in a generated cluster program"
             for port, elements in b.sources.items():
                 src = prog.sources[port]
                 places = prog.places_of[top_of(src.node.meta.loc)]
