@@ -132,8 +132,9 @@ class LineProgress:
             return 0, ""
         name = s.query.name
         named = [(i, inp.name) for i, inp in enumerate(s.inputs) if inp.node is not None]
-        per = ", ".join(f"{nm}={self.counter.source_rows(name, i)}" for i, nm in named)
-        return self.counter.rows(name), f" ({per})" if len(named) > 1 else ""
+        # Spark counts a row once per scan of its input; a query with state on the executors scans each input more than once
+        per = ", ".join(f"{nm}={self.counter.source_rows(name, i) // s.scans}" for i, nm in named)
+        return self.counter.rows(name) // s.scans, f" ({per})" if len(named) > 1 else ""
 
     def _finish(self, runner: Any) -> None:
         """The queries are stopped: wait for their last progress events."""

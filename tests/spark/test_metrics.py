@@ -23,6 +23,7 @@ from hydrolite.metrics import MetricsError, RunMetrics, driver_state_rows
 from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.runtime import FlowRunner
 from tests.spark.test_exactly_once import write_feeds
+from tests.spark.test_executor_state import GETS, PUTS
 from tests.spark.test_executor_state import _feeds as kv_feeds
 
 pytestmark = pytest.mark.spark
@@ -187,6 +188,9 @@ def test_state_size_of_a_keyed_store(spark: SparkSession, tmp_path: Path, placem
     labels = dict(row[0])
     assert labels["placement"] == placement
     assert row[1] == 3  # keys a, b and c were put
+    # each input row once, though the executor path's plan scans each input twice (Spark counts both)
+    assert value(got, "hydrolite_input_rows_total", query="tick0", port="put") == sum(map(len, PUTS))
+    assert value(got, "hydrolite_input_rows_total", query="tick0", port="get") == sum(map(len, GETS))
     if placement == "driver":
         assert labels["operator"] == "reduce@kvstore.py:29"
         (stage,) = runner.stages

@@ -249,3 +249,39 @@ def test_resuming_with_the_state_moved_to_or_from_the_native_path_is_refused(
         "lives in a native streaming aggregation in this checkpoint" in text
         and "--keyed-state executors (or auto)" in text
     ), text
+
+
+def test_input_rows_are_counted_once_though_every_state_scans_the_input(spark: SparkSession, tmp_path: Path) -> None:
+    """Two native states read the input in two more branches of the query; Spark's progress
+    counts a row once per scan, the progress line once per row."""
+    from hydrolite.progress import LineProgress
+
+    flow = hl.FlowBuilder("native2")
+    node = flow.process(Counter)
+    events = node.keyed_source("event", str, int)
+    align = node.local_align_point()
+    counts, sums = events.count(), events.fold(0, lambda acc, x: acc + x)
+    tick = node.tick()
+    batch = events.batch_aligned(tick, align, nondet("any grouping of events gives the same final values"))
+    for state, port in ((counts, "out"), (sums, "sums")):
+        snap = state.snapshot_aligned(tick, align, nondet("the version that includes this batch's events"))
+        _keys_asked(batch).lookup_keyed_singleton(snap).entries().all_ticks().sink(port)
+    runner = FlowRunner(
+        flow.finalize(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"event": _feed(tmp_path, BATCHES)},
+        outputs={"out": "memory", "sums": "memory"},
+        keyed_state="executors",
+    )
+    progress = LineProgress(runner)
+    try:
+        runner.start()
+        runner.process_all_available()
+    finally:
+        runner.stop()
+    progress.show(runner, final=True)
+    (stage,) = runner.stages
+    assert stage.native is not None and len(stage.native.states) == 2 and stage.scans == 3
+    (stats,) = progress.stats()
+    assert stats.rows == sum(map(len, BATCHES)), stats

@@ -285,6 +285,11 @@ class NativeAggregations:
             out = mine if out is None else out.unionByName(mine, allowMissingColumns=True)
         return out
 
+    @property
+    def scans(self) -> int:
+        """How many times `branch` reads the raw union: once per state (each one a scan of every input)."""
+        return len(self.states)
+
     def tables(self, df: Any) -> dict[int, Any]:
         """node id -> the state's value in this batch: a `KTable` of the keys the batch updated."""
         from pyspark.sql import functions as F

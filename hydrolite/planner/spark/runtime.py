@@ -136,6 +136,10 @@ class StageRunner(StageOutputs):
         self._ctx: BatchCtx | None = None
         self.region: ExecutorRegion | None = None  # keyed state on the executors (set by streaming_df)
         self.native: NativeAggregations | None = None  # native streaming aggregations (set by streaming_df)
+        # how many times the query's plan scans each input: Spark's `numInputRows` counts every
+        # scan of a source (a branch filtering the raw union still scans all of it), so the
+        # progress line and the metrics divide by this (set by streaming_df)
+        self.scans = 1
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -180,6 +184,7 @@ class StageRunner(StageOutputs):
             }
             self.native = NativeAggregations(natives, at, self.stage)
             df = df.unionByName(self.native.branch(raw), allowMissingColumns=True)
+            self.scans += self.native.scans
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
                 QueryInput(i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp))
@@ -188,6 +193,7 @@ class StageRunner(StageOutputs):
             ]
             self.region = ExecutorRegion(region, described, self.stage.name, self.keys)
             df = df.unionByName(self.region.branch(raw), allowMissingColumns=True)
+            self.scans += 1  # the region reads `raw` once
         return df
 
     @staticmethod
