@@ -131,10 +131,15 @@ class LineProgress:
         if s.query is None:
             return 0, ""
         name = s.query.name
-        named = [(i, inp.name) for i, inp in enumerate(s.inputs) if inp.node is not None]
-        # Spark counts a row once per scan of its input; a query with state on the executors scans each input more than once
-        per = ", ".join(f"{nm}={self.counter.source_rows(name, i) // s.scans}" for i, nm in named)
-        return self.counter.rows(name) // s.scans, f" ({per})" if len(named) > 1 else ""
+        # Spark counts a row once per scan of its input; a query with state on the executors or
+        # in native aggregations scans an input more than once (`StageRunner.scans`)
+        named = [
+            (inp.name, self.counter.source_rows(name, i) // s.scans[i])
+            for i, inp in enumerate(s.inputs)
+            if inp.node is not None
+        ]
+        per = ", ".join(f"{nm}={rows}" for nm, rows in named)
+        return sum(rows for _, rows in named), f" ({per})" if len(named) > 1 else ""
 
     def _finish(self, runner: Any) -> None:
         """The queries are stopped: wait for their last progress events."""

@@ -251,9 +251,13 @@ def test_resuming_with_the_state_moved_to_or_from_the_native_path_is_refused(
     ), text
 
 
-def test_input_rows_are_counted_once_though_every_state_scans_the_input(spark: SparkSession, tmp_path: Path) -> None:
-    """Two native states read the input in two more branches of the query; Spark's progress
-    counts a row once per scan, the progress line once per row."""
+@pytest.mark.parametrize("raw_reader", [False, True])
+def test_input_rows_are_counted_once_though_every_state_scans_the_input(
+    spark: SparkSession, tmp_path: Path, raw_reader: bool
+) -> None:
+    """Two native states read the input in two more branches of the query (and the tick reads
+    it too when a live node needs its elements); Spark's progress counts a row once per scan,
+    the progress line once per row."""
     from hydrolite.progress import LineProgress
 
     flow = hl.FlowBuilder("native2")
@@ -266,12 +270,18 @@ def test_input_rows_are_counted_once_though_every_state_scans_the_input(spark: S
     for state, port in ((counts, "out"), (sums, "sums")):
         snap = state.snapshot_aligned(tick, align, nondet("the version that includes this batch's events"))
         _keys_asked(batch).lookup_keyed_singleton(snap).entries().all_ticks().sink(port)
+    # a second input the tick reads, after `event` in the union's order (Spark's offsets are positional)
+    node.source("tail", str).batch(tick, nondet("any grouping")).all_ticks().sink("tails")
+    outputs = {"out": "memory", "sums": "memory", "tails": "memory"}
+    if raw_reader:
+        batch.entries().all_ticks().sink("seen")
+        outputs["seen"] = "memory"
     runner = FlowRunner(
         flow.finalize(),
         spark=spark,
         checkpoint=str(tmp_path / "ck"),
-        inputs={"event": _feed(tmp_path, BATCHES)},
-        outputs={"out": "memory", "sums": "memory"},
+        inputs={"event": _feed(tmp_path, BATCHES), "tail": _tail_feed(tmp_path)},
+        outputs=outputs,
         keyed_state="executors",
     )
     progress = LineProgress(runner)
@@ -282,6 +292,20 @@ def test_input_rows_are_counted_once_though_every_state_scans_the_input(spark: S
         runner.stop()
     progress.show(runner, final=True)
     (stage,) = runner.stages
-    assert stage.native is not None and len(stage.native.states) == 2 and stage.scans == 3
+    assert stage.native is not None and len(stage.native.states) == 2
+    # both lookups answer from the aggregate rows; the tick reads the input's rows only for `seen`
+    assert len(stage.native.in_place) == 2
+    assert [i.name for i in stage.inputs] == ["event", "tail"]
+    assert stage.in_tick == [raw_reader, True] and stage.scans == [2 + raw_reader, 3]
     (stats,) = progress.stats()
-    assert stats.rows == sum(map(len, BATCHES)), stats
+    events = sum(map(len, BATCHES))
+    assert stats.rows == events + 3 and stats.per_input == f" (event={events}, tail=3)", stats
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+
+
+def _tail_feed(d: Path) -> str:
+    w = FeedWriter(str(d / "tail"), from_python(str))
+    for b in (["x"], [], ["y", "z"]):
+        w.send_many(b)
+    return f"feed:{d / 'tail'}?maxEntriesPerTrigger=1"

@@ -57,6 +57,7 @@ class BatchCtx:
     after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
     natives: list[tuple[Any, SFrame]] = field(default_factory=list)  # translated functions and their inputs
     elsewhere: set[int] = field(default_factory=set)  # nodes evaluated on the executors (keyed_state.py)
+    live: set[int] | None = None  # the nodes a batch must evaluate (`live_nodes`); None: all
     _fresh: itertools.count[int] = field(default_factory=itertools.count)
 
     def key(self, node: n.Node) -> str:
@@ -90,9 +91,35 @@ class BatchCtx:
         self.fn_paths[f"{node.op}() {site_of(node)}"] = path
 
 
+#: nodes evaluated for their effect on the batch, whether or not a value of theirs is read:
+#: they write outputs or state (with every node `Roles.stateful` classifies)
+_EFFECTS = (n.Sink, n.DeferTick, n.CycleSource, n.SourceIter)
+
+
+def live_nodes(stage: Stage, given: set[int]) -> set[int]:
+    """Ids of the nodes a batch must evaluate: those an output, a channel or a state depends
+    on, not looking past the nodes whose values arrive computed (`given`: inputs, native
+    aggregations, the executor region's answers). Spark would never run a dead node's
+    DataFrame anyway; skipping it saves building it over Py4J, and lets the query leave an
+    input no live node reads out of the rows the tick receives (`StageRunner.streaming_df`)."""
+    todo = [x for x in stage.nodes if isinstance(x, _EFFECTS) or stage.roles.stateful(x)]
+    todo += [ch.node for ch in stage.channels_out]
+    live: set[int] = set()
+    while todo:
+        x = todo.pop()
+        if id(x) in live:
+            continue
+        live.add(id(x))
+        if id(x) not in given:
+            todo.extend(x.children)
+    return live
+
+
 def evaluate(ctx: BatchCtx) -> None:
-    """Evaluate every node of the stage for this batch (outputs land in ctx.outputs)."""
+    """Evaluate every live node of the stage for this batch (outputs land in ctx.outputs)."""
     for node in ctx.stage.nodes:
+        if ctx.live is not None and id(node) not in ctx.live:
+            continue
         if id(node) in ctx.inputs:
             ctx.vals[id(node)] = ctx.inputs[id(node)]
             continue

@@ -253,6 +253,8 @@ class NativeAggregations:
         #: `keys()` of a native state's own input in the tick -> that state's index: the keys the
         #: batch holds are exactly the keys its aggregation emitted (no distinct over the input)
         self.keys: dict[int, tuple[n.Node, int]] = {}
+        #: lookups answered from the aggregate rows without a join -> their requests' `lambda k: (k, r)` translated
+        self.in_place: dict[int, Any] = {}
         for x in stage.nodes:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
@@ -271,6 +273,7 @@ class NativeAggregations:
 
         out = None
         self._parts = []
+        self._find_in_place()
         for i, st in enumerate(self.states):
             inp = self.inputs[id(st.input)]
             rows = raw.filter(F.col("_src") == inp.src)
@@ -311,7 +314,55 @@ class NativeAggregations:
             for key_node, j in self.keys.values():
                 if j == i:
                     out[id(key_node)] = SFrame(rows.select(F.col("k").alias("v")), st.kt)
+            for lookup in st.lookups:
+                if id(lookup) in self.in_place:
+                    out[id(lookup)] = self._answer_in_place(lookup, rows, v, vt)
         return out
+
+    def _find_in_place(self) -> None:
+        """Which lookups answer without a join (`in_place`): those whose requests are `keys()`
+        of the state's own input paired by `lambda k: (k, r)` with a natively translated `r`.
+        There is one request per key the aggregation emitted, so each aggregate row answers
+        its own request (a join would match every row with itself, at the cost of two
+        shuffles). Decided once, before the query starts: the batch then never computes the
+        requests at all (`exec.live_nodes`)."""
+        from pyspark.sql import functions as F
+
+        from .lambdas import NotTranslatable, TExpr, translate
+
+        for st in self.states:
+            for lookup in st.lookups:
+                req = _strip(lookup.children[0])
+                pairs = _strip(req.children[0]) if isinstance(req, n.IntoKeyed) else None
+                if not (isinstance(pairs, n.Map) and _pair_with_key(pairs.f)):
+                    continue
+                keys_of = self.keys.get(id(_strip(pairs.children[0])))  # every state of one input emits the same keys
+                if keys_of is None or self.states[keys_of[1]].input is not st.input:
+                    continue
+                try:
+                    te = translate(pairs.f, [TExpr(F.col("k"), st.kt)])
+                except NotTranslatable:
+                    continue
+                if isinstance(te.t, TupleT) and len(te.t.items) == 2 and te.t.items[0] == st.kt:
+                    self.in_place[id(lookup)] = te
+
+    def _answer_in_place(self, lookup: n.KeyedLookup, rows: Any, v: Any, vt: HType) -> Any:
+        """The lookup's answer, one row per aggregate row: (k, (r, value)), typed as `ops.keyed_lookup` types it."""
+        from pyspark.sql import functions as F
+
+        from .types import OptT
+        from .values import SFrame
+
+        te = self.in_place[id(lookup)]
+        assert isinstance(te.t, TupleT)
+        rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
+        answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2"))
+        return SFrame(rows.select("k", answer.alias("v")), TupleT((te.t.items[1], rt)), te.t.items[0])
+
+    def given(self) -> set[int]:
+        """Ids of the nodes whose values `tables` supplies each batch."""
+        keys = {id(x) for x, _ in self.keys.values()}
+        return {id(st.node) for st in self.states} | keys | set(self.in_place)
 
 
 def _start(st: NativeState) -> tuple[bool, Any, HType]:

@@ -43,7 +43,7 @@ from .errors import (
     from_spark_error,
     site_of,
 )
-from .exec import BatchCtx, evaluate
+from .exec import BatchCtx, evaluate, live_nodes
 from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .files import FileWatch
@@ -139,7 +139,9 @@ class StageRunner(StageOutputs):
         # how many times the query's plan scans each input: Spark's `numInputRows` counts every
         # scan of a source (a branch filtering the raw union still scans all of it), so the
         # progress line and the metrics divide by this (set by streaming_df)
-        self.scans = 1
+        self.scans = [1] * len(self.inputs)
+        self.in_tick = [True] * len(self.inputs)  # whether the input's own rows reach the tick (streaming_df)
+        self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -168,14 +170,16 @@ class StageRunner(StageOutputs):
             payload = F.struct(*(["k"] if inp.kt is not None else []), "v")
             where = [F.col("_file")] if self.has_file[i] else []
             parts.append(sdf.select(F.lit(i).alias("_src"), seq.alias("_seq"), payload.alias(f"p{i}"), *where))
-        df = parts[0]
+        raw = parts[0]
         for p in parts[1:]:
-            df = df.unionByName(p, allowMissingColumns=True)
-        raw = df
+            raw = raw.unionByName(p, allowMissingColumns=True)
         region = self.stage.placement.region if self.stage.placement is not None else None
         natives = self.stage.placement.native if self.stage.placement is not None else ()
         if region is not None or natives:
             spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        branches: list[DataFrame] = []
+        reads = 0  # how many times the branches read `raw` (each a scan of every input)
+        given: set[int] = set()  # nodes whose values the branches compute
         if natives:  # algebraic keyed state as Spark's own aggregations: native_state.py
             at = {
                 id(inp.node): NativeInput(i, quarantine_dir(inp.binding) is not None)
@@ -183,8 +187,9 @@ class StageRunner(StageOutputs):
                 if inp.node is not None
             }
             self.native = NativeAggregations(natives, at, self.stage)
-            df = df.unionByName(self.native.branch(raw), allowMissingColumns=True)
-            self.scans += self.native.scans
+            branches.append(self.native.branch(raw))
+            reads += self.native.scans
+            given |= self.native.given()
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
                 QueryInput(i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp))
@@ -192,8 +197,23 @@ class StageRunner(StageOutputs):
                 if inp.node is not None
             ]
             self.region = ExecutorRegion(region, described, self.stage.name, self.keys)
-            df = df.unionByName(self.region.branch(raw), allowMissingColumns=True)
-            self.scans += 1  # the region reads `raw` once
+            branches.append(self.region.branch(raw))
+            reads += 1
+            given |= set(self.region.answers) | self.region.region.skipped()
+        self.live = live_nodes(self.stage, given)
+        if not branches:
+            return raw
+        # an input no live node reads leaves the tick's rows (the branches still read it); its
+        # rejected records must still reach the dead letters (quarantine.py)
+        for i, inp in enumerate(self.inputs):
+            self.in_tick[i] = inp.node is None or id(inp.node) in self.live or quarantine_dir(inp.binding) is not None
+            self.scans[i] = int(self.in_tick[i]) + reads
+        # the branches first: Spark numbers a query's sources in the order the plan first
+        # reads them, and its offset log (so the remap log, `verify`, a resumed checkpoint) is
+        # positional; each branch reads `raw`, every input in the union's order
+        df = branches[0]
+        for b in branches[1:] + [p for i, p in enumerate(parts) if self.in_tick[i]]:
+            df = df.unionByName(b, allowMissingColumns=True)
         return df
 
     @staticmethod
@@ -284,7 +304,7 @@ class StageRunner(StageOutputs):
         """Each input's part of the batch, in arrival order (`files`: file input -> its files in order)."""
         out: dict[int, Val] = {}
         for i, inp in enumerate(self.inputs):
-            if inp.node is None:  # the heartbeat carries no elements
+            if inp.node is None or not self.in_tick[i]:  # the heartbeat carries no elements; no live node reads it
                 continue
             payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
             rows = df.filter(F.col("_src") == i)
@@ -354,7 +374,7 @@ class StageRunner(StageOutputs):
                 self._hold(df, files, batch_id, state)
                 return
             state.put(_HELD, ([], {}))
-            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys)
+            ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys, live=self.live)
             if self.region is not None:
                 ctx.elsewhere = self.region.region.skipped()
             self._ctx = ctx
