@@ -23,7 +23,7 @@ from tests.differential.progen import HypothesisDraw, generate, inputs
 
 pytestmark = pytest.mark.spark
 REGRESSIONS = os.path.join(os.path.dirname(__file__), "regressions")
-EXAMPLES = int(os.environ.get("HYDROLITE_DIFF_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("HYDROLITE_DIFF_EXAMPLES", "8"))
 
 
 @settings(
