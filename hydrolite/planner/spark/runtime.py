@@ -47,6 +47,7 @@ from .exec import BatchCtx, evaluate, live_nodes
 from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .files import FileWatch
+from .held import HeldBatches, release_held
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock
 from .native_state import OUTPUT_MODE, NativeAggregations, NativeInput
@@ -78,7 +79,6 @@ _query_ids = itertools.count()
 
 
 HEARTBEAT = "heartbeat"  # the input name of a stage's heartbeat feed
-_HELD = "held-batches"  # state key: input rows of batches whose tick could not run yet
 
 
 @dataclass
@@ -104,7 +104,7 @@ class StageProgress:
     rejected: dict[str, int] = field(default_factory=dict)  # port -> records set aside (?onBadRecord=quarantine)
 
 
-class StageRunner(StageOutputs):
+class StageRunner(StageOutputs, HeldBatches):
     """One stage as one streaming query (or a one-off batch job when it reads no stream)."""
 
     def __init__(self, runner: FlowRunner, stage: Stage) -> None:
@@ -373,7 +373,7 @@ class StageRunner(StageOutputs):
             if self._blocked(inputs):
                 self._hold(df, files, batch_id, state)
                 return
-            state.put(_HELD, ([], {}))
+            release_held(state)
             ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys, live=self.live)
             if self.region is not None:
                 ctx.elsewhere = self.region.region.skipped()
@@ -397,49 +397,6 @@ class StageRunner(StageOutputs):
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
-
-    # ------------------------------------------------------------- ticks that cannot run yet
-    def _blocked(self, inputs: dict[int, Val]) -> bool:
-        """Whether the tick cannot run yet: a singleton read from another query has no version
-        (in the model the tick waits for one; running it with no value would be wrong)."""
-        for inp in self.inputs:
-            value = inputs.get(id(inp.node)) if inp.node is not None else None
-            if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON and isinstance(value, Scalar):
-                if not value.present:
-                    return True
-        return False
-
-    def _hold(self, df: DataFrame, files: dict[int, list[str]], batch_id: int, state: Any) -> None:
-        """Keep a blocked batch's input rows (under `held/<batch id>`, idempotent on replay) for
-        the next batch that can run: the model's tick takes everything pending then."""
-        path = os.path.join(self.dir, "held", str(batch_id))
-        df.write.mode("overwrite").parquet(path)
-        state.put(_HELD, ([path], files))
-        state.commit()
-        self.progress.held += 1
-        if self.progress.held == 1:  # said once per run: the tick waits, it does not guess
-            waiting = [
-                f"{inp.node.op}() at {site_of(inp.node)}"
-                for inp in self.inputs
-                if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON
-            ]
-            print(
-                f"hydrolite: query {self.stage.name!r} holds batch {batch_id}: its tick waits for a first version of "
-                f"{' / '.join(waiting)} (from another query); the held input runs with the first batch that has one",
-                file=sys.stderr,
-            )
-
-    def _with_held(
-        self, df: DataFrame, files: dict[int, list[str]], state: Any
-    ) -> tuple[DataFrame, dict[int, list[str]]]:
-        """This batch's rows after those of earlier batches held back (oldest first)."""
-        found, value = state.get(_HELD)
-        if not found or not value[0]:
-            return df, files
-        paths, held_files = value
-        held = self.runner.spark.read.parquet(*paths)
-        merged = {i: [*held_files.get(i, []), *files.get(i, [])] for i in set(held_files) | set(files)}
-        return held.unionByName(df, allowMissingColumns=True).persist(StorageLevel.MEMORY_AND_DISK), merged
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the
