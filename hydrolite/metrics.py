@@ -259,7 +259,7 @@ class RunMetrics:
         query = stage.stage.name
         for i, src in enumerate(p.sources):
             if i < len(stage.inputs) and stage.inputs[i].node is not None:  # not the heartbeat
-                rows = int(src.numInputRows or 0) // stage.scans[i]  # Spark counts each scan of the input (runtime.py)
+                rows = stage.rows_read(i, int(src.numInputRows or 0))
                 self.input_rows.labels(query, stage.inputs[i].name).inc(rows)
         durations = dict(p.durationMs or {})
         if "addBatch" not in durations:  # a trigger that found no new data: no batch ran

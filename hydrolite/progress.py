@@ -134,7 +134,7 @@ class LineProgress:
         # Spark counts a row once per scan of its input; a query with state on the executors or
         # in native aggregations scans an input more than once (`StageRunner.scans`)
         named = [
-            (inp.name, self.counter.source_rows(name, i) // s.scans[i])
+            (inp.name, s.rows_read(i, self.counter.source_rows(name, i)))
             for i, inp in enumerate(s.inputs)
             if inp.node is not None
         ]

@@ -147,6 +147,10 @@ class StageRunner(StageOutputs, HeldBatches):
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
             json.dump(meta, fh, indent=2)
 
+    def rows_read(self, i: int, counted: int) -> int:
+        """Input i's rows, from Spark's count for it (`numInputRows`, one per scan: `scans`)."""
+        return counted // self.scans[i]
+
     def _source_input(self, src: n.Source) -> InputSpec:
         vt = from_python(src.meta.elem)
         kt = from_python(src.meta.key) if src.meta.kind.keyed else None
