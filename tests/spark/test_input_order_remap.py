@@ -323,3 +323,38 @@ def test_latest_first_and_compacted_spark_source_logs(tmp_path: Path) -> None:
     log.record(1)
     assert log.record(2) == {1: ["file:///d/late2%20x.json", "file:///d/a2%20x.json", "file:///d/b2%20x.json"]}
     assert batch_files(str(tmp_path), "q", 0) == {"f": ["/d/0.json"]}
+
+
+# ------------------------------------------------------------------ (C) an empty first batch
+@pytest.mark.parametrize("first_rows", [0, 3])
+def test_a_first_batch_without_rows_runs_no_tick(spark: SparkSession, tmp_path: Path, first_rows: int) -> None:
+    """Batch 0 runs no tick when it has no rows. A Parquet footer with rows says so without a
+    Spark job; a zero-row file still gets Spark's emptiness check, and its batch is skipped."""
+    d = tmp_path / "x"
+    d.mkdir()
+    write_file(d / "a.parquet", "parquet", list(range(first_rows)), 1_000)
+    write_file(d / "b.parquet", "parquet", [10, 11], 2_000)
+    with FlowRunner(
+        plus_one_program(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"x": f"parquet:{d}?maxFilesPerTrigger=1"},
+    ) as run:
+        run.start(once=True)
+        run.await_termination()
+        assert run.memory("out").values() == [*(i + 1 for i in range(first_rows)), 11, 12]
+        ticks = [b for b, _ in run.stages[0].progress.durations_ms]
+    assert ticks == ([0, 1] if first_rows else [1])
+
+
+def test_parquet_footers_show_rows_only_when_they_can(tmp_path: Path) -> None:
+    write_file(tmp_path / "rows.parquet", "parquet", [1, 2], 1_000)
+    write_file(tmp_path / "none.parquet", "parquet", [], 1_000)
+    (tmp_path / "broken.parquet").write_bytes(b"not parquet")
+    uri = (tmp_path / "rows.parquet").as_uri()
+    assert remap.parquet_has_rows([uri])
+    assert remap.parquet_has_rows([(tmp_path / "none.parquet").as_uri(), uri])
+    # nothing shown: a zero-row footer, a broken file (Spark's read reports it), a path not on this machine
+    assert not remap.parquet_has_rows([(tmp_path / "none.parquet").as_uri()])
+    assert not remap.parquet_has_rows([(tmp_path / "broken.parquet").as_uri()])
+    assert not remap.parquet_has_rows(["s3a://bucket/rows.parquet", "file:///no/such/file.parquet"])

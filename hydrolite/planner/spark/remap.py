@@ -136,6 +136,27 @@ def local_path(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{unquote(parts.path)}"
 
 
+def parquet_has_rows(uris: list[str]) -> bool:
+    """Whether one of these local Parquet files has a row, from its footer (no Spark job).
+
+    False means "not shown" (no local file, or every footer says zero rows), never "empty":
+    a footer that cannot be read (a remote path, a broken file) shows nothing, and the caller
+    asks Spark, whose read reports the broken file. The runtime uses it to skip the job
+    that looks for an empty first batch.
+    """
+    import pyarrow.parquet as pq
+
+    for uri in uris:
+        if urlsplit(uri).scheme not in ("", "file"):
+            continue
+        try:
+            if int(pq.read_metadata(local_path(uri)).num_rows) > 0:
+                return True
+        except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+            continue
+    return False
+
+
 def spark_uri_key(uri: str) -> str:
     """The form in which a logged URI and Spark's `_metadata.file_path` agree (`file:///x` -> `file:/x`)."""
     return re.sub(URI_EMPTY_AUTHORITY, r"\1:/", uri)

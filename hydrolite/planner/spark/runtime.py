@@ -65,7 +65,7 @@ from .ports import (
     parse_output,
 )
 from .quarantine import divert_rejected, good_rows, quarantine_dir
-from .remap import RemapLog
+from .remap import RemapLog, parquet_has_rows
 from .run_support import busy, pickle_user_modules, record_bindings
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
@@ -334,7 +334,7 @@ class StageRunner(StageOutputs, HeldBatches):
         if self.region is not None:  # the executor region's answers: the lookups' values
             out.update(self.region.lookup_frames(df))
         if self.native is not None:  # native aggregations: their states' values at the keys updated
-            out.update(self.native.tables(df))
+            out.update(self.native.tables(df, self.live))
         return out
 
     def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
@@ -359,7 +359,7 @@ class StageRunner(StageOutputs, HeldBatches):
         state = self.store.begin(batch_id)
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            if batch_id == 0 and self.stage.streaming and df.isEmpty():
+            if batch_id == 0 and self.stage.streaming and not self._shows_rows(files) and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
             quarantined = [
                 (i, inp.name, inp.binding)
@@ -401,6 +401,14 @@ class StageRunner(StageOutputs, HeldBatches):
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
+
+    def _shows_rows(self, files: dict[int, list[str]]) -> bool:
+        """Whether the batch's Parquet files show a row by their footers (then the first
+        batch's emptiness check, one more Spark job over the streaming plan, is not needed)."""
+        bindings = {i: self.inputs[i].binding for i in files}
+        return parquet_has_rows(
+            [u for i, us in files.items() if isinstance(b := bindings[i], FileInput) and b.fmt == "parquet" for u in us]
+        )
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the
