@@ -112,7 +112,11 @@ def live_nodes(stage: Stage, given: set[int]) -> set[int]:
         live.add(id(x))
         if id(x) not in given:
             todo.extend(x.children)
-    return live
+    # a computed value no evaluated node reads (a native count read only by its in-place
+    # lookup) is not even built
+    read = {id(c) for x in stage.nodes if id(x) in live and id(x) not in given for c in x.children}
+    read |= {id(ch.node) for ch in stage.channels_out}
+    return {i for i in live if i not in given or i in read}
 
 
 def evaluate(ctx: BatchCtx) -> None:

@@ -255,6 +255,7 @@ class NativeAggregations:
         self.keys: dict[int, tuple[n.Node, int]] = {}
         #: lookups answered from the aggregate rows without a join -> their requests' `lambda k: (k, r)` translated
         self.in_place: dict[int, Any] = {}
+        self._cols: dict[int, _Columns] = {}
         for x in stage.nodes:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
@@ -272,7 +273,7 @@ class NativeAggregations:
         from .quarantine import good_rows
 
         out = None
-        self._parts = []
+        self._parts, self._cols = [], {}
         self._find_in_place()
         for i, st in enumerate(self.states):
             inp = self.inputs[id(st.input)]
@@ -293,31 +294,67 @@ class NativeAggregations:
         """How many times `branch` reads the raw union: once per state (each one a scan of every input)."""
         return len(self.states)
 
-    def tables(self, df: Any) -> dict[int, Any]:
-        """node id -> the state's value in this batch: a `KTable` of the keys the batch updated."""
-        from pyspark.sql import functions as F
-
-        from .ops_state import merge_columns
+    def tables(self, df: Any, live: set[int] | None = None) -> dict[int, Any]:
+        """node id -> the state's value in this batch: a `KTable` of the keys the batch updated
+        (only the `live` ones, when given: each value is a DataFrame built over Py4J)."""
         from .values import KTable, SFrame
 
         out: dict[int, Any] = {}
         for i, st in enumerate(self.states):
-            parts = self._parts[i]
-            rows = df.filter(F.col("_src") == NATIVE_SRC - i).select(
-                F.col(f"_n{i}.k").alias("k"), *[F.col(f"_n{i}.p{j}").alias(f"p{j}") for j in range(len(parts))]
-            )
-            has_init, init, acc_t = _start(st)
-            cols = [(F.col(f"p{j}"), t) for j, t in enumerate(parts)]
-            v = merge_columns(st.algebra, cols, has_init, init, acc_t)
-            vt = acc_t if has_init else parts[0]
-            out[id(st.node)] = KTable(st.kt, vt, SFrame(rows.select("k", v.alias("v")), vt, st.kt))
-            for key_node, j in self.keys.values():
-                if j == i:
-                    out[id(key_node)] = SFrame(rows.select(F.col("k").alias("v")), st.kt)
-            for lookup in st.lookups:
-                if id(lookup) in self.in_place:
-                    out[id(lookup)] = self._answer_in_place(lookup, rows, v, vt)
+            c = self._columns(i)
+            rows = None
+            for x, frame in self._values(i, st):
+                if live is not None and id(x) not in live:
+                    continue
+                if rows is None:
+                    rows = df.filter(c.mine).select(*c.rows)
+                if frame == "table":
+                    out[id(x)] = KTable(st.kt, c.vt, SFrame(rows.select(*c.table), c.vt, st.kt))
+                elif frame == "keys":
+                    out[id(x)] = SFrame(rows.select(c.key), st.kt)
+                else:
+                    answer, t, kt = c.answers[id(x)]
+                    out[id(x)] = SFrame(rows.select("k", answer), t, kt)
         return out
+
+    def _values(self, i: int, st: NativeState) -> list[tuple[n.Node, str]]:
+        """The nodes whose values state `i` supplies, each with what it is: the state's table,
+        the keys the batch updated, or an in-place lookup's answer."""
+        keys = [(x, "keys") for x, j in self.keys.values() if j == i]
+        return [(st.node, "table"), *keys, *((x, "answer") for x in st.lookups if id(x) in self.in_place)]
+
+    def _columns(self, i: int) -> _Columns:
+        """State `i`'s column expressions, built once: a Spark Column is an unresolved
+        expression that any batch's DataFrame can take, and building one costs Py4J calls."""
+        if i in self._cols:
+            return self._cols[i]
+        from pyspark.sql import functions as F
+
+        from .ops_state import merge_columns
+        from .types import OptT
+
+        st, parts = self.states[i], self._parts[i]
+        has_init, init, acc_t = _start(st)
+        v = merge_columns(st.algebra, [(F.col(f"p{j}"), t) for j, t in enumerate(parts)], has_init, init, acc_t)
+        vt = acc_t if has_init else parts[0]
+        answers: dict[int, tuple[Any, HType, HType]] = {}
+        for lookup in st.lookups:
+            te = self.in_place.get(id(lookup))
+            if te is None:
+                continue
+            assert isinstance(te.t, TupleT)  # (k, (r, value)), typed as `ops.keyed_lookup` types it
+            rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
+            answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2")).alias("v")
+            answers[id(lookup)] = (answer, TupleT((te.t.items[1], rt)), te.t.items[0])
+        c = self._cols[i] = _Columns(
+            mine=F.col("_src") == NATIVE_SRC - i,
+            rows=[F.col(f"_n{i}.k").alias("k"), *[F.col(f"_n{i}.p{j}").alias(f"p{j}") for j in range(len(parts))]],
+            table=[F.col("k"), v.alias("v")],
+            key=F.col("k").alias("v"),
+            vt=vt,
+            answers=answers,
+        )
+        return c
 
     def _find_in_place(self) -> None:
         """Which lookups answer without a join (`in_place`): those whose requests are `keys()`
@@ -346,23 +383,22 @@ class NativeAggregations:
                 if isinstance(te.t, TupleT) and len(te.t.items) == 2 and te.t.items[0] == st.kt:
                     self.in_place[id(lookup)] = te
 
-    def _answer_in_place(self, lookup: n.KeyedLookup, rows: Any, v: Any, vt: HType) -> Any:
-        """The lookup's answer, one row per aggregate row: (k, (r, value)), typed as `ops.keyed_lookup` types it."""
-        from pyspark.sql import functions as F
-
-        from .types import OptT
-        from .values import SFrame
-
-        te = self.in_place[id(lookup)]
-        assert isinstance(te.t, TupleT)
-        rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
-        answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2"))
-        return SFrame(rows.select("k", answer.alias("v")), TupleT((te.t.items[1], rt)), te.t.items[0])
-
     def given(self) -> set[int]:
         """Ids of the nodes whose values `tables` supplies each batch."""
         keys = {id(x) for x, _ in self.keys.values()}
         return {id(st.node) for st in self.states} | keys | set(self.in_place)
+
+
+@dataclass
+class _Columns:
+    """One state's per-batch column expressions (`NativeAggregations._columns`)."""
+
+    mine: Any  # the state's rows of the batch
+    rows: list[Any]  # its (k, p0, p1, ...) columns
+    table: list[Any]  # (k, v): the state's value at the keys updated
+    key: Any  # v = k: the keys
+    vt: HType
+    answers: dict[int, tuple[Any, HType, HType]]  # in-place lookup -> (its v column, element type, key type)
 
 
 def _start(st: NativeState) -> tuple[bool, Any, HType]:
