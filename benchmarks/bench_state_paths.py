@@ -25,8 +25,9 @@ Each path runs in its own Python + JVM process, one after the other, after a war
 that process; its outputs are checked against answers computed with pandas. Printed: input
 rows/s, ratios against count-native (and kv-twsp), per-batch latency (`triggerExecution`:
 first, last, median batch; per distinct key), peak RSS of the Python driver and of the JVM
-(VmHWM from /proc; in local mode the JVM also runs the executors and RocksDB) and the peak
-PSS of the Python workers.
+(VmHWM from /proc; in local mode the JVM also runs the executors and RocksDB), the peak
+PSS of the Python workers, and CPU time per micro-batch of the Python driver and the JVM
+(under `local-cluster` the JVM is the driver's alone: the figures for driver flatness).
 
     python benchmarks/bench_state_paths.py                       # 4 x 5k rows over 10k keys
     python benchmarks/bench_state_paths.py --keys 1000000 --batches 4 --rows 100000 --paths count-native,kv-hydro
@@ -53,7 +54,7 @@ from typing import Any
 import pandas as pd
 from state_paths.data import check, expected, write_inputs
 from state_paths.jobs import ROCKSDB, run_hydro, run_spark
-from state_paths.memory import WorkerMemory, reset_peak, status
+from state_paths.memory import WorkerMemory, cpu_seconds, reset_peak, status
 from state_paths.probes import probe_order, probe_union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,7 +99,9 @@ def worker(args: argparse.Namespace) -> None:
     workers = WorkerMemory(jvm)
     workers.start()
     load = os.getloadavg()[0]
+    cpu = (cpu_seconds(os.getpid()), cpu_seconds(jvm))
     elapsed, progress, where = run(spark, args.worker, args.data, os.path.join(args.work, "run"), args.keyed_state)
+    cpu = (cpu_seconds(os.getpid()) - cpu[0], cpu_seconds(jvm) - cpu[1])
     workers.running = False
     load = max(load, os.getloadavg()[0])
     lat = {int(p.batchId): float(p.durationMs.get("triggerExecution", 0)) for p in progress}
@@ -111,6 +114,8 @@ def worker(args: argparse.Namespace) -> None:
         "driver_kb": status(os.getpid(), "VmHWM"),
         "jvm_kb": status(jvm, "VmHWM"),
         "workers_kb": workers.peak_kb,
+        "driver_cpu_s": cpu[0],
+        "jvm_cpu_s": cpu[1],
         "peak_after_warmup": reset,
         "load": load,
         "state": where,
@@ -154,6 +159,11 @@ def touched(want: dict[str, pd.DataFrame]) -> float:
     return float(keys.drop_duplicates().groupby("b").size().median())
 
 
+def _per_batch(r: dict[str, Any], field: str) -> str:
+    """A run's CPU seconds as ms per micro-batch ('-' from a --hydrolite-src run without the figure)."""
+    return f"{r[field] * 1000 / len(r['latency_ms']):9.0f}" if field in r and r["latency_ms"] else f"{'-':>9}"
+
+
 def _rate(r: dict[str, Any]) -> float:
     return float(r["rows"] / r["elapsed"])
 
@@ -164,7 +174,7 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
     native, kvb = med.get("count-native"), med.get("kv-twsp")
     print(
         f"\n{'path':<16}{'rows':>10}{'s':>7}{'rows/s':>9}{'x native':>9}{'x kv-twsp':>10}{'first':>7}{'last':>7}"
-        f"{'median':>7}{'us/key':>7}{'drv MB':>7}{'JVM MB':>7}{'wrk MB':>7}{'load':>5}  check"
+        f"{'median':>7}{'us/key':>7}{'drv MB':>7}{'JVM MB':>7}{'wrk MB':>7}{'drv ms/b':>9}{'JVM ms/b':>9}{'load':>5}  check"
     )
     for path, r in med.items():
         lat, rate, rs = r["latency_ms"], _rate(r), runs[path]
@@ -175,6 +185,7 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
         print(
             f"{path:<16}{r['rows']:>10,}{r['elapsed']:7.1f}{rate:9,.0f}{ratio}{kv}{lat[0]:7.0f}{lat[-1]:7.0f}"
             f"{statistics.median(lat):7.0f}{per_key:7.0f}{_mb(r['driver_kb'])}{_mb(r['jvm_kb'])}{_mb(r['workers_kb'])}"
+            f"{_per_batch(r, 'driver_cpu_s')}{_per_batch(r, 'jvm_cpu_s')}"
             f"{r['load']:5.1f}  {'WRONG' if any(x['check'] for x in rs) else 'ok'}"
             + (f"  rows/s of the {len(rs)} runs: {each}" if len(rs) > 1 else "")
         )
@@ -185,7 +196,9 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
         f"distinct key touched in a batch (count: {keys['count']:,.0f}, kv: {keys['kv']:,.0f}); drv / JVM MB = VmHWM "
         f"(peak RSS from /proc, {peaks}) of the Python driver and of the JVM (local mode: driver + executors + "
         "RocksDB); wrk MB = peak summed PSS of the JVM's child processes (Python workers; executor JVMs under "
-        "local-cluster), sampled every 0.2 s; load = the machine's 1-minute load average (the higher of start and end "
+        "local-cluster), sampled every 0.2 s; drv / JVM ms/b = CPU time (user + system, /proc) of the Python driver "
+        "and of the JVM per micro-batch (local mode: the JVM's includes the executors' work; under local-cluster it "
+        "is the driver JVM's alone); load = the machine's 1-minute load average (the higher of start and end "
         "of the run; 2 cores: above 2, other processes were competing for them)."
     )
     for path, rs in runs.items():

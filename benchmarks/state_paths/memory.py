@@ -20,6 +20,16 @@ def status(pid: int, field: str, file: str = "status") -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far, from /proc/<pid>/stat (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
 def _descendants(pid: int) -> dict[int, int]:
     """pid -> parent pid of every process below `pid`."""
     kids: dict[int, list[int]] = {}
