@@ -3,6 +3,7 @@ session (local mode, 2 shuffle partitions, no UI), created only when a test asks
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -13,15 +14,20 @@ if TYPE_CHECKING:
 
 pytest_plugins = ["hydrolite.sim.pytest_plugin", "pytester"]
 
+# Every driver JVM the tests start (this session's, and those of the CLI runs, notebook kernels
+# and local-cluster applications they start as subprocesses, which inherit the environment)
+# compiles with C1 only and collects with one thread: a test's JVM lives for seconds to a
+# minute, and Spark's JIT and GC threads compete with it on small machines
+# (tests/spark/test_cluster.py: 93 s instead of 111 s on 2 cores). Semantics do not change.
+# Spark's launcher adds SPARK_SUBMIT_OPTS to the driver's command line.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from hydrolite.planner.spark.session import QUIET_LOG4J, spark_session
 
-    # The tests' JVM compiles with C1 only and collects with one thread: a test session is
-    # short, and Spark's JIT and GC threads compete with it on small machines (tests/spark/
-    # test_cluster.py: 93 s instead of 111 s on 2 cores). Semantics do not change.
-    jvm = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    jvm = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"  # the JIT and GC flags: SPARK_SUBMIT_OPTS above
     conf = {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false", "spark.driver.extraJavaOptions": jvm}
     session = spark_session("local[2]", conf, app_name="hydrolite-tests")
     yield session

@@ -72,9 +72,14 @@ class WorkerMemory(threading.Thread):
             argv = cmds[pid]
             # a child still being forked shows its parent's pages (and command line) until it execs
             python = bool(argv) and os.path.basename(argv[0]).startswith("python") and "_data_source" not in argv[-1]
-            executor = "CoarseGrainedExecutorBackend" in argv and "CoarseGrainedExecutorBackend" not in cmds[parent]
+            executor = _is_executor(argv) and not _is_executor(cmds[parent])
             if python or executor:
                 yield pid
+
+
+def _is_executor(argv: list[str]) -> bool:
+    """An executor JVM's command line names its main class in full (`org.apache.spark.executor.…`)."""
+    return any(a.endswith("CoarseGrainedExecutorBackend") for a in argv)
 
 
 def _cmdline(pid: int) -> list[str]:

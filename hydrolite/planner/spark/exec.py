@@ -27,14 +27,18 @@ Handler = Callable[["BatchCtx", Any, list[Val]], Val]
 
 #: node class -> how it evaluates in a micro-batch (see ops.py and ops_state.py)
 HANDLERS: dict[type[n.Node], Handler] = {}
+LAZY: set[type[n.Node]] = set()  # node classes whose handler runs no Spark job (`handles(lazy=True)`)
 
 
-def handles(*classes: type[n.Node]) -> Callable[[Handler], Handler]:
-    """Register a handler for node classes."""
+def handles(*classes: type[n.Node], lazy: bool = False) -> Callable[[Handler], Handler]:
+    """Register a handler for node classes. `lazy`: the handler only builds DataFrames and
+    never runs a Spark job itself (`StageRunner` uses it to tell when one job reads a batch)."""
 
     def deco(fn: Handler) -> Handler:
         for c in classes:
             HANDLERS[c] = fn
+            if lazy:
+                LAZY.add(c)
         return fn
 
     return deco
@@ -117,6 +121,18 @@ def live_nodes(stage: Stage, given: set[int]) -> set[int]:
     read = {id(c) for x in stage.nodes if id(x) in live and id(x) not in given for c in x.children}
     read |= {id(ch.node) for ch in stage.channels_out}
     return {i for i in live if i not in given or i in read}
+
+
+def one_job_reads(stage: Stage, live: set[int], given: set[int], one_job_sink: Callable[[str], bool]) -> bool:
+    """Whether exactly one Spark job reads a batch's rows: one live sink that writes with one
+    job (`OutputBinding.one_job`), no channel out and no deferred stream (each reads the
+    batch again), and every node the batch evaluates built lazily (`handles(lazy=True)`;
+    the nodes in `given` arrive computed, the inputs among them). Then caching the batch
+    before the tick buys nothing and costs a copy of its rows."""
+    sinks = [x for x in stage.nodes if isinstance(x, n.Sink) and id(x) in live]
+    if len(sinks) != 1 or not one_job_sink(sinks[0].port) or stage.channels_out or stage.deferred:
+        return False
+    return all(type(x) in LAZY for x in stage.nodes if id(x) in live and id(x) not in given)
 
 
 def evaluate(ctx: BatchCtx) -> None:

@@ -63,7 +63,7 @@ _KIND = {n.Map: "map", n.Filter: "filter", n.FilterMap: "filter_map", n.FlatMap:
 ElementWise = n.Map | n.Filter | n.FilterMap | n.FlatMap | n.Inspect  # nodes applying f per element
 
 
-@handles(n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect)
+@handles(n.Map, n.Filter, n.FilterMap, n.FlatMap, n.Inspect, lazy=True)
 def elementwise_op(ctx: BatchCtx, node: ElementWise, args: list[Val]) -> Val:
     kind = _KIND[type(node)]
     (x,) = args
@@ -190,12 +190,14 @@ def source(ctx: BatchCtx, node: n.Source, args: list[Val]) -> Val:
     raise SparkRunError(f"{site_of(node)}: source port {node.port!r} is not bound to an input")
 
 
-@handles(n.TickConstant)
+@handles(n.TickConstant, lazy=True)
 def tick_constant(ctx: BatchCtx, node: n.TickConstant, args: list[Val]) -> Val:
     return Scalar(True, node.value, of_value(node.value) or OPAQUE)
 
 
-@handles(n.Batch, n.Snapshot, n.AllTicks, n.Latest, n.ReleaseAligned, n.AlignedAt, n.WeakenOrdering, n.CycleSink)
+@handles(
+    n.Batch, n.Snapshot, n.AllTicks, n.Latest, n.ReleaseAligned, n.AlignedAt, n.WeakenOrdering, n.CycleSink, lazy=True
+)
 def passthrough(
     ctx: BatchCtx,
     node: n.Batch
@@ -211,12 +213,12 @@ def passthrough(
     return args[0]
 
 
-@handles(n.Send)
+@handles(n.Send, lazy=True)
 def send(ctx: BatchCtx, node: n.Send, args: list[Val]) -> Val:
     return args[0]  # one Spark application: delivery is immediate, which is one legal schedule
 
 
-@handles(n.AssumeOrdering)
+@handles(n.AssumeOrdering, lazy=True)
 def assume_ordering(ctx: BatchCtx, node: n.AssumeOrdering, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     if sf.order:
@@ -225,7 +227,7 @@ def assume_ordering(ctx: BatchCtx, node: n.AssumeOrdering, args: list[Val]) -> V
     return SFrame(sf.df.withColumn(o, F.monotonically_increasing_id()), sf.vt, sf.kt, (o,))
 
 
-@handles(n.Sink)
+@handles(n.Sink, lazy=True)
 def sink(ctx: BatchCtx, node: n.Sink, args: list[Val]) -> Val:
     ctx.outputs[node.port] = sframe(args[0], node)
     return args[0]
@@ -244,14 +246,14 @@ def pairs(ctx: BatchCtx, node: n.Node, sf: SFrame) -> tuple[DataFrame, HType, HT
     return map_in_arrow(base, split_pairs(sf.vt, ctx.site(node)), schema), OPAQUE, OPAQUE
 
 
-@handles(n.IntoKeyed)
+@handles(n.IntoKeyed, lazy=True)
 def into_keyed(ctx: BatchCtx, node: n.IntoKeyed, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     df, kt, vt = pairs(ctx, node, sf)
     return SFrame(df, vt, kt, sf.order)
 
 
-@handles(n.Entries)
+@handles(n.Entries, lazy=True)
 def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
@@ -260,35 +262,35 @@ def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     return SFrame(sf.df.select(*sf.order, v.alias("v")), TupleT((sf.kt, sf.vt)), None, sf.order)
 
 
-@handles(n.Values)
+@handles(n.Values, lazy=True)
 def values(ctx: BatchCtx, node: n.Values, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     return SFrame(sf.df.select(*sf.order, "v"), sf.vt, None, sf.order)
 
 
-@handles(n.IntoStream)
+@handles(n.IntoStream, lazy=True)
 def into_stream(ctx: BatchCtx, node: n.IntoStream, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return frame_of(ctx.spark, [x.value] if x.present else [], x.t)
 
 
-@handles(n.IntoSingleton)
+@handles(n.IntoSingleton, lazy=True)
 def into_singleton(ctx: BatchCtx, node: n.IntoSingleton, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return Scalar(True, x.value if x.present else None, x.t if isinstance(x.t, OptT) else OptT(x.t))
 
 
-@handles(n.UnwrapOr)
+@handles(n.UnwrapOr, lazy=True)
 def unwrap_or(ctx: BatchCtx, node: n.UnwrapOr, args: list[Val]) -> Val:
     x = args[0]
     assert isinstance(x, Scalar)
     return Scalar(True, x.value if x.present else node.default, x.t)
 
 
-@handles(n.Zip)
+@handles(n.Zip, lazy=True)
 def zip_(ctx: BatchCtx, node: n.Zip, args: list[Val]) -> Val:
     a, b = args
     assert isinstance(a, Scalar) and isinstance(b, Scalar)
@@ -297,7 +299,7 @@ def zip_(ctx: BatchCtx, node: n.Zip, args: list[Val]) -> Val:
 
 
 # ------------------------------------------------------------------ combining
-@handles(n.CrossSingleton)
+@handles(n.CrossSingleton, lazy=True)
 def cross_singleton(ctx: BatchCtx, node: n.CrossSingleton, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     s = args[1]
@@ -317,7 +319,7 @@ def _need_bounded(ctx: BatchCtx, node: n.Node) -> None:
         )
 
 
-@handles(n.CrossProduct)
+@handles(n.CrossProduct, lazy=True)
 def cross_product(ctx: BatchCtx, node: n.CrossProduct, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     a, b = sframe(args[0], node), sframe(args[1], node)
@@ -341,7 +343,7 @@ def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
     return map_in_arrow(df, reencode({col: (have, want)}), schema)
 
 
-@handles(n.Join)
+@handles(n.Join, lazy=True)
 def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
     _need_bounded(ctx, node)
     l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
@@ -354,7 +356,7 @@ def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
     return SFrame(df.select(v.alias("v")), TupleT((kt, TupleT((lv, rv)))))
 
 
-@handles(n.AntiJoin)
+@handles(n.AntiJoin, lazy=True)
 def anti_join(ctx: BatchCtx, node: n.AntiJoin, args: list[Val]) -> Val:
     if not node.left.meta.in_tick:
         raise unsupported(node, "at top level", "batch() the stream into a tick first")
@@ -380,7 +382,7 @@ def _orders(a: SFrame, width: int) -> list[Column]:
     ]
 
 
-@handles(n.Chain)
+@handles(n.Chain, lazy=True)
 def chain(ctx: BatchCtx, node: n.Chain, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
     vt = common_type(a.vt, b.vt)
@@ -392,7 +394,7 @@ def chain(ctx: BatchCtx, node: n.Chain, args: list[Val]) -> Val:
     return SFrame(da.unionByName(db.select(*da.columns)), vt, None, (tag, *names))
 
 
-@handles(n.MergeUnordered)
+@handles(n.MergeUnordered, lazy=True)
 def merge_unordered(ctx: BatchCtx, node: n.MergeUnordered, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
     vt = common_type(a.vt, b.vt)
@@ -441,7 +443,7 @@ def keyed_get(ctx: BatchCtx, node: n.KeyedGet, args: list[Val]) -> Val:
 
 
 # ------------------------------------------------------------------ ordering within a batch
-@handles(n.Sort)
+@handles(n.Sort, lazy=True)
 def sort(ctx: BatchCtx, node: n.Sort, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     o = ctx.fresh()

@@ -268,7 +268,14 @@ class OutputBinding(ABC):
     when keyed, and the order columns `sf.order`); `collect_values(sf)` turns it into
     Python values in stream order, `batch_arrow(sf)` into an Arrow table in the external
     layout, `sf.df.select(*external_columns(sf))` into a DataFrame in that layout.
+
+    `one_job`: True when `write` reads the batch with exactly one Spark job (one file write,
+    one `collect`). A tick whose only reader of the batch is such a sink does not cache the
+    batch's rows first (a cache pays for itself only when a second job reads them). A wrong
+    True costs time only: Spark computes the batch again for the second job.
     """
+
+    one_job: ClassVar[bool] = False
 
     @abstractmethod
     def write(self, ctx: SinkCtx, sf: SFrame) -> int | None:

@@ -241,6 +241,8 @@ def parse_input(spec: str | InputBinding) -> InputBinding:
 class MemorySink(OutputBinding):
     """Keeps every batch's values in this process, keyed by batch id (a replay replaces them)."""
 
+    one_job = True  # one collect
+
     def __init__(self) -> None:
         self.batches: dict[int, list[Any]] = {}
 
@@ -258,6 +260,8 @@ class MemorySink(OutputBinding):
 
 class CallbackSink(OutputBinding):
     """Calls `f(batch_id, values)` once per batch id (skipped on replay once it returned)."""
+
+    one_job = True  # one collect
 
     def __init__(self, f: Callable[[int, list[Any]], object], name: str = "callback") -> None:
         self.f = f
@@ -278,6 +282,7 @@ class CallbackSink(OutputBinding):
 class FileOutput(OutputBinding):
     path: str
     fmt: str = "json"
+    one_job: ClassVar[bool] = True  # one file write
 
     def write(self, ctx: SinkCtx, sf: SFrame) -> None:
         df = sf.df.select(*external_columns(sf))
@@ -304,6 +309,8 @@ def parse_output(spec: str | OutputBinding | Callable[[int, list[Any]], object])
 
 class ConsoleSink(OutputBinding):
     """Prints each batch (the first `limit` elements) to stdout."""
+
+    one_job = True  # one collect
 
     def __init__(self, limit: int = 10) -> None:
         self.limit = limit

@@ -43,7 +43,7 @@ from .errors import (
     from_spark_error,
     site_of,
 )
-from .exec import BatchCtx, evaluate, live_nodes
+from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .files import FileWatch
@@ -131,6 +131,7 @@ class StageRunner(StageOutputs, HeldBatches):
             i: inp.binding.latest_first() for i, inp in enumerate(self.inputs) if isinstance(inp.binding, FileInput)
         }
         self.remap = RemapLog(self.dir, [i.name for i in self.inputs], files)
+        self.parquet = [i for i in files if getattr(self.inputs[i].binding, "fmt", "") == "parquet"]
         self.error: BaseException | None = None
         self.progress = StageProgress()
         self._ctx: BatchCtx | None = None
@@ -142,6 +143,7 @@ class StageRunner(StageOutputs, HeldBatches):
         self.scans = [1] * len(self.inputs)
         self.in_tick = [True] * len(self.inputs)  # whether the input's own rows reach the tick (streaming_df)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
+        self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
         with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
@@ -205,6 +207,15 @@ class StageRunner(StageOutputs, HeldBatches):
             reads += 1
             given |= set(self.region.answers) | self.region.region.skipped()
         self.live = live_nodes(self.stage, given)
+        plain = all(  # each of these reads the batch with a job of its own (quarantine.py, _latest_scalar)
+            quarantine_dir(inp.binding) is None
+            and (inp.node is None or inp.node.meta.kind not in (Kind.SINGLETON, Kind.OPTIONAL))
+            for inp in self.inputs
+        )
+        inputs = {id(inp.node) for inp in self.inputs if inp.node is not None}
+        self.one_job = plain and one_job_reads(
+            self.stage, self.live, given | inputs, lambda port: self.runner.outputs[port].one_job
+        )
         if not branches:
             return raw
         # an input no live node reads leaves the tick's rows (the branches still read it); its
@@ -357,9 +368,13 @@ class StageRunner(StageOutputs, HeldBatches):
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
         state = self.store.begin(batch_id)
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        # the first batch's emptiness check (a Spark job) is not needed when a Parquet footer shows a row
+        check_empty = batch_id == 0 and self.stage.streaming
+        check_empty = check_empty and not parquet_has_rows([u for i in self.parquet for u in files.get(i, [])])
+        if check_empty or not self.one_job:  # more than one job reads the batch: cache it
+            df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            if batch_id == 0 and self.stage.streaming and not self._shows_rows(files) and df.isEmpty():
+            if check_empty and df.isEmpty():
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
             quarantined = [
                 (i, inp.name, inp.binding)
@@ -401,14 +416,6 @@ class StageRunner(StageOutputs, HeldBatches):
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
-
-    def _shows_rows(self, files: dict[int, list[str]]) -> bool:
-        """Whether the batch's Parquet files show a row by their footers (then the first
-        batch's emptiness check, one more Spark job over the streaming plan, is not needed)."""
-        bindings = {i: self.inputs[i].binding for i in files}
-        return parquet_has_rows(
-            [u for i, us in files.items() if isinstance(b := bindings[i], FileInput) and b.fmt == "parquet" for u in us]
-        )
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the
