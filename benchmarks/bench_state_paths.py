@@ -101,8 +101,10 @@ def worker(args: argparse.Namespace) -> None:
     load = os.getloadavg()[0]
     cpu = (cpu_seconds(os.getpid()), cpu_seconds(jvm))
     elapsed, progress, where = run(spark, args.worker, args.data, os.path.join(args.work, "run"), args.keyed_state)
-    cpu = (cpu_seconds(os.getpid()) - cpu[0], cpu_seconds(jvm) - cpu[1])
     workers.running = False
+    workers.join()
+    # the driver's CPU without the sampling thread's (the process's time includes every thread's)
+    cpu = (cpu_seconds(os.getpid()) - cpu[0] - workers.cpu_s, cpu_seconds(jvm) - cpu[1])
     load = max(load, os.getloadavg()[0])
     lat = {int(p.batchId): float(p.durationMs.get("triggerExecution", 0)) for p in progress}
     rows = sum(int(p.numInputRows) for p in progress)

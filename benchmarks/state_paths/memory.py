@@ -59,10 +59,12 @@ class WorkerMemory(threading.Thread):
     def __init__(self, jvm: int) -> None:
         super().__init__(daemon=True)
         self.jvm, self.peak_kb, self.running = jvm, 0, True
+        self.cpu_s = 0.0  # this thread's own CPU time: reading an executor JVM's smaps_rollup is not cheap
 
     def run(self) -> None:
         while self.running:
             self.peak_kb = max(self.peak_kb, sum(status(p, "Pss", "smaps_rollup") for p in self._workers()))
+            self.cpu_s = time.thread_time()
             time.sleep(0.2)
 
     def _workers(self) -> Iterator[int]:
