@@ -40,7 +40,7 @@ query with native state runs in update mode (`OUTPUT_MODE`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -297,31 +297,14 @@ class NativeAggregations:
     def tables(self, df: Any, live: set[int] | None = None) -> dict[int, Any]:
         """node id -> the state's value in this batch: a `KTable` of the keys the batch updated
         (only the `live` ones, when given: each value is a DataFrame built over Py4J)."""
-        from .values import KTable, SFrame
-
         out: dict[int, Any] = {}
-        for i, st in enumerate(self.states):
+        for i in range(len(self.states)):
             c = self._columns(i)
-            rows = None
-            for x, frame in self._values(i, st):
-                if live is not None and id(x) not in live:
-                    continue
-                if rows is None:
-                    rows = df.filter(c.mine).select(*c.rows)
-                if frame == "table":
-                    out[id(x)] = KTable(st.kt, c.vt, SFrame(rows.select(*c.table), c.vt, st.kt))
-                elif frame == "keys":
-                    out[id(x)] = SFrame(rows.select(c.key), st.kt)
-                else:
-                    answer, t, kt = c.answers[id(x)]
-                    out[id(x)] = SFrame(rows.select("k", answer), t, kt)
+            wanted = [(x, value) for x, value in c.values.items() if live is None or x in live]
+            if wanted:
+                rows = df.filter(c.mine).select(*c.rows)
+                out.update((x, value(rows)) for x, value in wanted)
         return out
-
-    def _values(self, i: int, st: NativeState) -> list[tuple[n.Node, str]]:
-        """The nodes whose values state `i` supplies, each with what it is: the state's table,
-        the keys the batch updated, or an in-place lookup's answer."""
-        keys = [(x, "keys") for x, j in self.keys.values() if j == i]
-        return [(st.node, "table"), *keys, *((x, "answer") for x in st.lookups if id(x) in self.in_place)]
 
     def _columns(self, i: int) -> _Columns:
         """State `i`'s column expressions, built once: a Spark Column is an unresolved
@@ -332,12 +315,21 @@ class NativeAggregations:
 
         from .ops_state import merge_columns
         from .types import OptT
+        from .values import KTable
 
         st, parts = self.states[i], self._parts[i]
         has_init, init, acc_t = _start(st)
         v = merge_columns(st.algebra, [(F.col(f"p{j}"), t) for j, t in enumerate(parts)], has_init, init, acc_t)
         vt = acc_t if has_init else parts[0]
-        answers: dict[int, tuple[Any, HType, HType]] = {}
+        table, key = [F.col("k"), v.alias("v")], F.col("k").alias("v")
+        # node id -> its value from the state's rows of the batch: the state's table, the keys
+        # the batch updated, each in-place lookup's answer
+        values: dict[int, Callable[[Any], Any]] = {
+            id(st.node): lambda rows: KTable(st.kt, vt, _frame(table, vt, st.kt)(rows))
+        }
+        for x, j in self.keys.values():
+            if j == i:
+                values[id(x)] = _frame([key], st.kt, None)
         for lookup in st.lookups:
             te = self.in_place.get(id(lookup))
             if te is None:
@@ -345,14 +337,12 @@ class NativeAggregations:
             assert isinstance(te.t, TupleT)  # (k, (r, value)), typed as `ops.keyed_lookup` types it
             rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
             answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2")).alias("v")
-            answers[id(lookup)] = (answer, TupleT((te.t.items[1], rt)), te.t.items[0])
+            t, kt = TupleT((te.t.items[1], rt)), te.t.items[0]
+            values[id(lookup)] = _frame(["k", answer], t, kt)
         c = self._cols[i] = _Columns(
             mine=F.col("_src") == NATIVE_SRC - i,
             rows=[F.col(f"_n{i}.k").alias("k"), *[F.col(f"_n{i}.p{j}").alias(f"p{j}") for j in range(len(parts))]],
-            table=[F.col("k"), v.alias("v")],
-            key=F.col("k").alias("v"),
-            vt=vt,
-            answers=answers,
+            values=values,
         )
         return c
 
@@ -395,10 +385,14 @@ class _Columns:
 
     mine: Any  # the state's rows of the batch
     rows: list[Any]  # its (k, p0, p1, ...) columns
-    table: list[Any]  # (k, v): the state's value at the keys updated
-    key: Any  # v = k: the keys
-    vt: HType
-    answers: dict[int, tuple[Any, HType, HType]]  # in-place lookup -> (its v column, element type, key type)
+    values: dict[int, Callable[[Any], Any]]  # node id -> its value, from those rows
+
+
+def _frame(cols: list[Any], vt: HType, kt: HType | None) -> Callable[[Any], Any]:
+    """rows -> the `SFrame` of these columns of them."""
+    from .values import SFrame
+
+    return lambda rows: SFrame(rows.select(*cols), vt, kt)
 
 
 def _start(st: NativeState) -> tuple[bool, Any, HType]:
