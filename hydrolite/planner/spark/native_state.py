@@ -301,8 +301,8 @@ class NativeAggregations:
         for i in range(len(self.states)):
             c = self._columns(i)
             wanted = [(x, value) for x, value in c.values.items() if live is None or x in live]
-            if wanted:
-                rows = df.filter(c.mine).select(*c.rows)
+            if wanted:  # pending frames over the state's rows: one select each when built
+                rows = df.filter(c.mine)
                 out.update((x, value(rows)) for x, value in wanted)
         return out
 
@@ -319,9 +319,11 @@ class NativeAggregations:
 
         st, parts = self.states[i], self._parts[i]
         has_init, init, acc_t = _start(st)
-        v = merge_columns(st.algebra, [(F.col(f"p{j}"), t) for j, t in enumerate(parts)], has_init, init, acc_t)
+        k = F.col(f"_n{i}.k")
+        partial = [(F.col(f"_n{i}.p{j}"), t) for j, t in enumerate(parts)]
+        v = merge_columns(st.algebra, partial, has_init, init, acc_t)
         vt = acc_t if has_init else parts[0]
-        table, key = [F.col("k"), v.alias("v")], F.col("k").alias("v")
+        table, key = {"k": k, "v": v}, {"v": k}
         # node id -> its value from the state's rows of the batch: the state's table, the keys
         # the batch updated, each in-place lookup's answer
         values: dict[int, Callable[[Any], Any]] = {
@@ -329,21 +331,17 @@ class NativeAggregations:
         }
         for x, j in self.keys.values():
             if j == i:
-                values[id(x)] = _frame([key], st.kt, None)
+                values[id(x)] = _frame(key, st.kt, None)
         for lookup in st.lookups:
             te = self.in_place.get(id(lookup))
             if te is None:
                 continue
             assert isinstance(te.t, TupleT)  # (k, (r, value)), typed as `ops.keyed_lookup` types it
             rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
-            answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2")).alias("v")
+            answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2"))
             t, kt = TupleT((te.t.items[1], rt)), te.t.items[0]
-            values[id(lookup)] = _frame(["k", answer], t, kt)
-        c = self._cols[i] = _Columns(
-            mine=F.col("_src") == NATIVE_SRC - i,
-            rows=[F.col(f"_n{i}.k").alias("k"), *[F.col(f"_n{i}.p{j}").alias(f"p{j}") for j in range(len(parts))]],
-            values=values,
-        )
+            values[id(lookup)] = _frame({"k": k, "v": answer}, t, kt)
+        c = self._cols[i] = _Columns(mine=F.col("_src") == NATIVE_SRC - i, values=values)
         return c
 
     def _find_in_place(self) -> None:
@@ -357,7 +355,7 @@ class NativeAggregations:
 
         from .lambdas import NotTranslatable, TExpr, translate
 
-        for st in self.states:
+        for i, st in enumerate(self.states):
             for lookup in st.lookups:
                 req = _strip(lookup.children[0])
                 pairs = _strip(req.children[0]) if isinstance(req, n.IntoKeyed) else None
@@ -367,7 +365,7 @@ class NativeAggregations:
                 if keys_of is None or self.states[keys_of[1]].input is not st.input:
                     continue
                 try:
-                    te = translate(pairs.f, [TExpr(F.col("k"), st.kt)])
+                    te = translate(pairs.f, [TExpr(F.col(f"_n{i}.k"), st.kt)])  # over the state's rows
                 except NotTranslatable:
                     continue
                 if isinstance(te.t, TupleT) and len(te.t.items) == 2 and te.t.items[0] == st.kt:
@@ -383,16 +381,15 @@ class NativeAggregations:
 class _Columns:
     """One state's per-batch column expressions (`NativeAggregations._columns`)."""
 
-    mine: Any  # the state's rows of the batch
-    rows: list[Any]  # its (k, p0, p1, ...) columns
+    mine: Any  # the state's rows of the batch (`_src`), each with its struct `_n<i>` of (k, p0, p1, ...)
     values: dict[int, Callable[[Any], Any]]  # node id -> its value, from those rows
 
 
-def _frame(cols: list[Any], vt: HType, kt: HType | None) -> Callable[[Any], Any]:
-    """rows -> the `SFrame` of these columns of them."""
+def _frame(exprs: dict[str, Any], vt: HType, kt: HType | None) -> Callable[[Any], Any]:
+    """rows -> the pending `SFrame` of these columns (expressions over the rows)."""
     from .values import SFrame
 
-    return lambda rows: SFrame(rows.select(*cols), vt, kt)
+    return lambda rows: SFrame.pending(rows, exprs, vt, kt)
 
 
 def _start(st: NativeState) -> tuple[bool, Any, HType]:

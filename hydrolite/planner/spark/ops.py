@@ -54,8 +54,16 @@ def empty_like(sf: SFrame, vt: HType | None = None) -> SFrame:
 
 
 def project(sf: SFrame, v: Column, vt: HType, extra_order: tuple[str, ...] = ()) -> SFrame:
+    """`sf` with its values replaced by `v` (a Column over `sf.df`), adding order columns."""
     df = sf.df.select(*sf.order, *extra_order, *(["k"] if sf.keyed else []), v.alias("v"))
     return SFrame(df, vt, sf.kt, (*sf.order, *extra_order))
+
+
+def project_pending(sf: SFrame, v: Column, vt: HType) -> SFrame:
+    """`sf` with its values replaced by `v` (a Column over `sf.base`, built from `sf.col`),
+    still pending: no DataFrame is built (see `SFrame`)."""
+    keep = [*sf.order, *(["k"] if sf.keyed else [])]
+    return sf.project({c: sf.col(c) for c in keep} | {"v": v}, vt, sf.kt, sf.order)
 
 
 # ------------------------------------------------------------------ element-wise
@@ -81,7 +89,8 @@ def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFr
     reason = "inspect() runs Python for its side effect"
     if kind != "inspect":
         try:
-            out = _native(ctx, kind, translate(node.f, [TExpr(F.col("v"), sf.vt)]), sf)
+            v = F.col("v") if kind == "flat_map" else sf.col("v")  # flat_map builds its DataFrame
+            out = _native(ctx, kind, translate(node.f, [TExpr(v, sf.vt)]), sf)
             ctx.note_fn(node, "native")
             ctx.natives.append((node, sf))
             return out
@@ -98,15 +107,16 @@ class FreshNames(Protocol):
 
 
 def _native(ctx: FreshNames, kind: str, te: TExpr, sf: SFrame) -> SFrame:
+    """The op with its function translated to `te`: over `sf.base` (built from `sf.col("v")`)
+    for map / filter / filter_map, which stay pending; over `sf.df` for flat_map."""
     if kind == "map":
-        return project(sf, te.col, te.t)
+        return project_pending(sf, te.col, te.t)
     if kind == "filter":
         if te.t != BOOL:
             raise NotTranslatable("the predicate does not return a bool (Python truthiness)")
-        return sf.with_df(sf.df.filter(te.col))
+        return sf.filtered(te.col)
     if kind == "filter_map":
-        out = project(sf, te.col, strip_optional(te.t))
-        return out.with_df(out.df.filter(F.col("v").isNotNull()))
+        return project_pending(sf, te.col, strip_optional(te.t)).filtered(te.col.isNotNull())
     if kind == "flat_map":
         if not isinstance(te.t, ListT):
             raise NotTranslatable("flat_map result is not a list")
@@ -258,15 +268,15 @@ def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     assert sf.kt is not None
-    v = F.struct(F.col("k").alias("_1"), F.col("v").alias("_2"))
-    return SFrame(sf.df.select(*sf.order, v.alias("v")), TupleT((sf.kt, sf.vt)), None, sf.order)
+    v = F.struct(sf.col("k").alias("_1"), sf.col("v").alias("_2"))
+    return sf.project({c: sf.col(c) for c in sf.order} | {"v": v}, TupleT((sf.kt, sf.vt)), None, sf.order)
 
 
 @handles(n.Values, lazy=True)
 def values(ctx: BatchCtx, node: n.Values, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
-    return SFrame(sf.df.select(*sf.order, "v"), sf.vt, None, sf.order)
+    return sf.project({c: sf.col(c) for c in sf.order} | {"v": sf.col("v")}, sf.vt, None, sf.order)
 
 
 @handles(n.IntoStream, lazy=True)

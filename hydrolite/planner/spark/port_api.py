@@ -27,7 +27,7 @@ import os
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
@@ -182,13 +182,20 @@ def internal_columns(vt: HType, kt: HType | None) -> list[Column]:
     return [F.col("value").alias("v")]
 
 
-def external_columns(sf: SFrame) -> list[Column]:
-    """The external layout of an output."""
+def external_columns(sf: SFrame, col: Callable[[str], Column] = F.col) -> list[Column]:
+    """The external layout of an output, as columns over `sf.df` (or over `sf.base` with
+    `col=sf.col`, as `external_df` builds it)."""
     if sf.keyed:
-        return [F.col("k").alias("key"), F.col("v").alias("value")]
+        return [col("k").alias("key"), col("v").alias("value")]
     if isinstance(sf.vt, StructT):
-        return [F.col("v").getField(n).alias(n) for n in sf.vt.names]
-    return [F.col("v").alias("value")]
+        return [col("v").getField(n).alias(n) for n in sf.vt.names]
+    return [col("v").alias("value")]
+
+
+def external_df(sf: SFrame) -> DataFrame:
+    """The batch as a DataFrame in the external layout (rows in no particular order), built
+    with one transformation even when `sf` is pending."""
+    return sf.select(*external_columns(sf, sf.col))
 
 
 # ------------------------------------------------------------------ sources
@@ -267,7 +274,7 @@ class OutputBinding(ABC):
     `write(ctx, sf)` gets the batch's elements as an `SFrame` (a DataFrame with `v`, `k`
     when keyed, and the order columns `sf.order`); `collect_values(sf)` turns it into
     Python values in stream order, `batch_arrow(sf)` into an Arrow table in the external
-    layout, `sf.df.select(*external_columns(sf))` into a DataFrame in that layout.
+    layout, `external_df(sf)` into a DataFrame in that layout.
 
     `one_job`: True when `write` reads the batch with exactly one Spark job (one file write,
     one `collect`). A tick whose only reader of the batch is such a sink does not cache the
@@ -288,8 +295,7 @@ class OutputBinding(ABC):
 
 def collect_values(sf: SFrame) -> list[Any]:
     """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
-    df = sf.df.select(*sf.cols())
-    rows = df.collect()
+    rows = sf.select(*(sf.col(c).alias(c) for c in sf.cols())).collect()
     if sf.order:
         rows.sort(key=lambda r: tuple(r[c] for c in sf.order))
     if sf.keyed:

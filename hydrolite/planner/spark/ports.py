@@ -65,6 +65,7 @@ from .port_api import (
     SinkCtx,
     collect_values,
     external_columns,
+    external_df,
     external_schema,
     internal_columns,
 )
@@ -285,7 +286,7 @@ class FileOutput(OutputBinding):
     one_job: ClassVar[bool] = True  # one file write
 
     def write(self, ctx: SinkCtx, sf: SFrame) -> None:
-        df = sf.df.select(*external_columns(sf))
+        df = external_df(sf)
         target = os.path.join(self.path, f"batch_id={ctx.batch_id}")
         df.write.mode("overwrite").format(self.fmt).options(**({"header": "true"} if self.fmt == "csv" else {})).save(
             target
@@ -354,6 +355,7 @@ __all__ = [
     "external_schema",
     "internal_columns",
     "external_columns",
+    "external_df",
     "collect_values",
     "InputBinding",
     "FileInput",

@@ -17,21 +17,68 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .state import BatchState
 from .types import HType
 
 
-@dataclass
 class SFrame:
-    """A stream's elements in this batch."""
+    """A stream's elements in this batch: a DataFrame with the order columns, `k` (keyed
+    streams only) and `v`.
 
-    df: DataFrame
-    vt: HType
-    kt: HType | None = None
-    order: tuple[str, ...] = ()
+    A frame may be *pending*: the rows of a base DataFrame where a condition holds,
+    projected onto Column expressions over that base, with no DataFrame built yet. Each
+    DataFrame transformation costs an analysis in the JVM over Py4J (10 to 50 ms here, as
+    much as a small batch's whole Spark job), so the element-wise operators whose functions
+    translate to Columns, `entries` / `values` and the native aggregations' answers compose
+    into one pending projection, and `df` (or `select`) builds it once, when something
+    needs a DataFrame. Spark's optimizer collapses adjacent projections and filters the same
+    way, so the rows and values are those of the step-by-step plan; only the plan-building
+    cost goes.
+
+    Expressions built with `col(name)` are valid over the base; expressions built with
+    `F.col(name)` are valid over `df`. For example (keyed frame `sf`):
+
+        doubled = SFrame.pending(sf.base, {"k": sf.col("k"), "v": sf.col("v") * 2}, sf.vt, sf.kt, where=sf.where)
+        doubled.select(doubled.col("k"), doubled.col("v") + 1)  # one select over the base
+    """
+
+    __slots__ = ("vt", "kt", "order", "base", "where", "_exprs", "_df")
+
+    def __init__(self, df: DataFrame, vt: HType, kt: HType | None = None, order: tuple[str, ...] = ()) -> None:
+        self.vt, self.kt, self.order = vt, kt, order
+        #: the DataFrame the pending expressions and condition are over (`df` itself when not pending)
+        self.base = df
+        #: the pending row condition over `base` (None: every row)
+        self.where: Column | None = None
+        self._exprs: dict[str, Column] | None = None  # column name -> its expression over `base`
+        self._df: DataFrame | None = df
+
+    @classmethod
+    def pending(
+        cls,
+        base: DataFrame,
+        exprs: dict[str, Column],
+        vt: HType,
+        kt: HType | None = None,
+        order: tuple[str, ...] = (),
+        where: Column | None = None,
+    ) -> SFrame:
+        """The rows of `base` where `where` holds, as the columns `exprs` (each over `base`);
+        `exprs` names exactly the frame's columns (`cols()`)."""
+        sf = cls(base, vt, kt, order)
+        assert sorted(exprs) == sorted(sf.cols()), (sorted(exprs), sf.cols())
+        sf.where, sf._exprs, sf._df = where, dict(exprs), None
+        return sf
+
+    @property
+    def df(self) -> DataFrame:
+        """The frame as a DataFrame (built on first use when pending)."""
+        if self._df is None:
+            self._df = self.select(*(self.col(c).alias(c) for c in self.cols()))
+        return self._df
 
     @property
     def keyed(self) -> bool:
@@ -39,6 +86,31 @@ class SFrame:
 
     def cols(self) -> list[str]:
         return [*self.order, *(["k"] if self.keyed else []), "v"]
+
+    def col(self, name: str) -> Column:
+        """Column `name` of the frame as an expression over `base`."""
+        return F.col(name) if self._exprs is None else self._exprs[name]
+
+    def rows(self) -> DataFrame:
+        """`base`'s rows where the pending condition holds (its columns, not the frame's)."""
+        return self.base if self.where is None else self.base.filter(self.where)
+
+    def select(self, *cols: Column | str) -> DataFrame:
+        """One DataFrame of `cols` (built with `col`) over the frame's rows."""
+        return self.rows().select(*cols)
+
+    def project(
+        self, exprs: dict[str, Column], vt: HType, kt: HType | None = None, order: tuple[str, ...] = ()
+    ) -> SFrame:
+        """A pending frame of `exprs` (built with `col`) over this frame's rows."""
+        return SFrame.pending(self.base, exprs, vt, kt, order, self.where)
+
+    def filtered(self, cond: Column) -> SFrame:
+        """The frame's elements where `cond` (built with `col`) holds, still pending."""
+        where = cond if self.where is None else self.where & cond
+        if self._exprs is None:  # a filter alone: one DataFrame, as before
+            return self.with_df(self.base.filter(cond))
+        return SFrame.pending(self.base, self._exprs, self.vt, self.kt, self.order, where)
 
     def with_df(
         self, df: DataFrame, vt: HType | None = None, kt: HType | None = None, order: tuple[str, ...] | None = None
@@ -48,15 +120,21 @@ class SFrame:
         )
 
     def unordered(self) -> SFrame:
-        return SFrame(self.df.select(*(["k"] if self.keyed else []), "v"), self.vt, self.kt, ())
+        return self.project(
+            {c: self.col(c) for c in (["k"] if self.keyed else [])} | {"v": self.col("v")}, self.vt, self.kt
+        )
 
     def order_col(self) -> Any:
-        """One Column ordering the elements (a struct of the order columns), or None."""
+        """One Column ordering the elements (a struct of the order columns) over `df`, or None."""
         if not self.order:
             return None
         if len(self.order) == 1:
             return F.col(self.order[0])
         return F.struct(*[F.col(c) for c in self.order])
+
+    def __repr__(self) -> str:
+        state = "pending" if self._df is None else "built"
+        return f"SFrame({state}, vt={self.vt}, kt={self.kt}, order={self.order})"
 
 
 @dataclass
