@@ -50,6 +50,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MASTER = "local-cluster[2,1,1024]"
 MODES = ("executors", "driver")
 CLUSTER_TIMEOUT_S = 600  # the whole subprocess: JVM, two executor JVMs, every run
+# The executor JVMs get the test JVMs' JIT and GC flags (tests/conftest.py gives them to the
+# driver through SPARK_SUBMIT_OPTS, which executors do not read): C1 only and one GC thread,
+# as their lives are short and three JVMs share the machine's cores. Semantics do not change.
+EXECUTOR_JVM = "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,8 @@ def cli_args(prog: Program, path: Path, d: Path, master: str, mode: str) -> list
     inputs, outputs = write_inputs(flow, prog.feeds, d), output_specs(flow, d)
     args = ["run", str(path), "--master", master, "--keyed-state", mode, "--once", "--progress", "lines"]
     args += ["--checkpoint", str(d / "ck"), "--conf", "spark.sql.shuffle.partitions=2", *prog.options]
+    if master == MASTER:
+        args += ["--conf", EXECUTOR_JVM]
     for port, spec in inputs.items():
         args += ["--input", f"{port}={spec}"]
     for port, spec in outputs.items():
