@@ -74,9 +74,11 @@ COUNTER_FEEDS: dict[str, list[list[Any]]] = {
     "increment": [[("i0", None), ("i1", None)], [("i2", None)], [("i3", None), ("i4", None), ("i5", None)]],
     "query": [[("q0", None)], [("q1", None), ("q2", None)], [("q3", None)]],
 }
+# Three batches: a get beside the put of its key (batch 0, and x in batch 1), an overwritten
+# key (k, j), a missing key (nope), and a batch without puts reading state of older batches.
 KV_FEEDS: dict[str, list[list[Any]]] = {
-    "put": [[("c1", "k", 5), ("c1", "j", 1)], [("c2", "k", 7)], [("c3", "x", 2), ("c3", "j", 4)], []],
-    "get": [[("g0", "k")], [("g1", "k"), ("g1", "nope")], [("g2", "j"), ("g2", "x")], [("g3", "k")]],
+    "put": [[("c1", "k", 5), ("c1", "j", 1)], [("c2", "k", 7), ("c3", "x", 2), ("c3", "j", 4)], []],
+    "get": [[("g0", "k")], [("g1", "k"), ("g1", "nope"), ("g1", "x")], [("g2", "j"), ("g2", "x"), ("g3", "k")]],
 }
 BANK_FEEDS: dict[str, list[list[Any]]] = {
     "deposit": [[("a", 10), ("b", 5)], [("c", 1)], []],
