@@ -5,7 +5,8 @@ Sink: the aligned counter writes both sinks to Delta tables; a run is crashed in
 but Spark never committed the batch), then resumed from the checkpoint. The tables, read
 back with deltalake and with DuckDB (its own Parquet reader over the files the table's
 snapshot names), hold every element exactly once, and each batch id is one commit carrying
-its application transaction. A killed CLI process (`HYDROLITE_FAULT=kill`) does the same.
+its application transaction. A killed CLI process (`HYDROLITE_FAULT=kill`) does the same,
+resumed by the same command line through the CLI's `main` in this process.
 
 Source: a table appended to by deltalake is read version by version (one version per
 micro-batch), a crash inside a batch replays the same versions, a compaction adds nothing,
@@ -30,6 +31,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from examples import counter
+from hydrolite.cli import main
 from hydrolite.planner.spark.errors import BadDataError, SparkRunError
 from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.port_api import PortSpecError
@@ -124,7 +126,9 @@ def _app_id(d: Path, port: str) -> str:
     return f"hydrolite-{ident}-{port}"
 
 
-def test_killed_cli_resumes_delta_sinks_exactly_once(tmp_path: Path) -> None:
+def test_killed_cli_resumes_delta_sinks_exactly_once(
+    tmp_path: Path, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     inputs = write_feeds(tmp_path)
     cmd = [sys.executable, "-m", "hydrolite.cli", "run", "examples/counter.py", "--until-idle", "2"]
     cmd += ["--checkpoint", str(tmp_path / "ck"), "--conf", "spark.sql.shuffle.partitions=2"]
@@ -139,9 +143,10 @@ def test_killed_cli_resumes_delta_sinks_exactly_once(tmp_path: Path) -> None:
     assert killed.returncode == 137, killed.stderr[-2000:]
     assert [t for _, t in commits(tmp_path / "acks")] == [0, 1]  # batch 1 is in the table, not in Spark's log
     assert not (tmp_path / "ck" / "tick0" / "spark" / "commits" / "1").exists()
-    resumed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "resuming after batch 0" in resumed.stdout
+    # resumed on the test session's SparkSession (a second JVM would prove no more)
+    monkeypatch.chdir(ROOT)  # the command's program path is relative to the repository
+    assert main(cmd[3:]) == 0  # `python -m hydrolite.cli` + the same arguments, without the fault
+    assert "resuming after batch 0" in capsys.readouterr().out
     check_tables(tmp_path)
 
 

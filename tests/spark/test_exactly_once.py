@@ -8,7 +8,8 @@ without the fault. Across both sinks nothing may be lost or duplicated, and the 
 (which depend on the versioned state) must equal an uninterrupted run's.
 
 In-process crashes raise from a fault hook; the subprocess test kills the CLI with
-`os._exit` (no cleanup at all) and restarts it.
+`os._exit` (no cleanup at all) and restarts it: the same command line through the CLI's
+`main`, in this process (on the test session's SparkSession: a second JVM would prove no more).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from examples import counter
+from hydrolite.cli import main
 from hydrolite.planner.spark.faults import FAULT_POINTS, InjectedFault, fault_from_env
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
@@ -123,7 +125,13 @@ def counter_cli(d: Path, inputs: dict[str, str]) -> list[str]:
     return cmd
 
 
-def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[str, Any]) -> None:
+def test_killed_process_restarts_exactly_once(
+    tmp_path: Path,
+    reference: dict[str, Any],
+    spark: SparkSession,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     cmd = counter_cli(tmp_path, write_feeds(tmp_path))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     killed = subprocess.run(
@@ -140,9 +148,9 @@ def test_killed_process_restarts_exactly_once(tmp_path: Path, reference: dict[st
     # so its answers may be written too), and the batch is not committed
     assert {b for b, _ in acks} == {0, 1}
     assert not (tmp_path / "ck" / "tick0" / "spark" / "commits" / "1").exists()
-    resumed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "query tick0: resuming after batch 0" in resumed.stdout  # batch 1 died before its commit
+    monkeypatch.chdir(ROOT)  # the command's program path is relative to the repository
+    assert main(cmd[3:]) == 0  # `python -m hydrolite.cli` + the same arguments, without the fault
+    assert "query tick0: resuming after batch 0" in capsys.readouterr().out  # batch 1 died before its commit
     assert read_outputs(tmp_path) == reference
 
 

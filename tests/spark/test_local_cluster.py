@@ -50,6 +50,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MASTER = "local-cluster[2,1,1024]"
 MODES = ("executors", "driver")
 CLUSTER_TIMEOUT_S = 600  # the whole subprocess: JVM, two executor JVMs, every run
+# The executor JVMs get the test JVMs' JIT and GC flags (tests/conftest.py gives them to the
+# driver through SPARK_SUBMIT_OPTS, which executors do not read): C1 only and one GC thread,
+# as their lives are short and three JVMs share the machine's cores. Semantics do not change.
+EXECUTOR_JVM = "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,11 @@ COUNTER_FEEDS: dict[str, list[list[Any]]] = {
     "increment": [[("i0", None), ("i1", None)], [("i2", None)], [("i3", None), ("i4", None), ("i5", None)]],
     "query": [[("q0", None)], [("q1", None), ("q2", None)], [("q3", None)]],
 }
+# Three batches: a get beside the put of its key (batch 0, and x in batch 1), an overwritten
+# key (k, j), a missing key (nope), and a batch without puts reading state of older batches.
 KV_FEEDS: dict[str, list[list[Any]]] = {
-    "put": [[("c1", "k", 5), ("c1", "j", 1)], [("c2", "k", 7)], [("c3", "x", 2), ("c3", "j", 4)], []],
-    "get": [[("g0", "k")], [("g1", "k"), ("g1", "nope")], [("g2", "j"), ("g2", "x")], [("g3", "k")]],
+    "put": [[("c1", "k", 5), ("c1", "j", 1)], [("c2", "k", 7), ("c3", "x", 2), ("c3", "j", 4)], []],
+    "get": [[("g0", "k")], [("g1", "k"), ("g1", "nope"), ("g1", "x")], [("g2", "j"), ("g2", "x"), ("g3", "k")]],
 }
 BANK_FEEDS: dict[str, list[list[Any]]] = {
     "deposit": [[("a", 10), ("b", 5)], [("c", 1)], []],
@@ -188,6 +194,8 @@ def cli_args(prog: Program, path: Path, d: Path, master: str, mode: str) -> list
     inputs, outputs = write_inputs(flow, prog.feeds, d), output_specs(flow, d)
     args = ["run", str(path), "--master", master, "--keyed-state", mode, "--once", "--progress", "lines"]
     args += ["--checkpoint", str(d / "ck"), "--conf", "spark.sql.shuffle.partitions=2", *prog.options]
+    if master == MASTER:
+        args += ["--conf", EXECUTOR_JVM]
     for port, spec in inputs.items():
         args += ["--input", f"{port}={spec}"]
     for port, spec in outputs.items():
