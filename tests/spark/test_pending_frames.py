@@ -1,0 +1,156 @@
+"""Pending frames (`values.SFrame`): chains of translated operators build one DataFrame.
+
+Each DataFrame transformation costs a JVM analysis over Py4J, so translated `map` /
+`filter` / `filter_map`, `entries` and `values` compose into one pending projection. These
+tests check that (a) a chain composed that way holds exactly the elements, in the order, that
+the operators' kernels give one step at a time, for keyed and ordered frames; (b) building it
+costs one `select` (plus one `filter` when a step filters), not one per operator; and (c) the
+running count's tick (the benchmark's program, native aggregation) builds two DataFrames per
+batch, not one per operator, and still answers what the simulator answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hydrolite import kernels
+from hydrolite.planner.spark import ops
+from hydrolite.planner.spark.exec import BatchCtx
+from hydrolite.planner.spark.lambdas import TExpr, translate
+from hydrolite.planner.spark.port_api import collect_values, external_df
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.types import Prim
+from hydrolite.planner.spark.values import SFrame, frame_of
+from hydrolite.planner.spark.verify import verify_runner
+
+pytestmark = pytest.mark.spark
+INT, STR = Prim(int), Prim(str)
+
+
+@contextmanager
+def counted() -> Iterator[dict[str, int]]:
+    """Count `select` / `filter` calls on (classic) DataFrames while the block runs."""
+    from pyspark.sql.classic.dataframe import DataFrame as Classic
+
+    calls = {"select": 0, "filter": 0}
+    saved = {name: getattr(Classic, name) for name in calls}
+
+    def counting(name: str) -> Any:
+        def wrapped(self: DataFrame, *a: Any, **kw: Any) -> Any:
+            calls[name] += 1
+            return saved[name](self, *a, **kw)
+
+        return wrapped
+
+    try:
+        for name in calls:
+            setattr(Classic, name, counting(name))
+        yield calls
+    finally:
+        for name, f in saved.items():
+            setattr(Classic, name, f)
+
+
+def native(kind: str, f: Callable[..., Any], sf: SFrame) -> SFrame:
+    """One translated element-wise operator over `sf`, as `ops.apply_stream` applies it."""
+    v = F.col("v") if kind == "flat_map" else sf.col("v")
+    return ops._native(_Names(), kind, translate(f, [TExpr(v, sf.vt)]), sf)
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def fresh(self, prefix: str = "_o") -> str:
+        self.n += 1
+        return f"{prefix}9{self.n}"
+
+
+KEYS = ["a", "b", "c", "d", "e", "f", "g"]
+VALS = [5, -3, 12, 0, 7, 8, -1]
+
+
+def test_a_keyed_chain_answers_like_the_kernels_with_one_select(spark: SparkSession) -> None:
+    start = frame_of(spark, VALS, INT, KEYS, STR)  # ordered (_o0) and keyed
+    start.df.count()  # built before counting
+    with counted() as calls:
+        sf = native("map", lambda x: x * 3, start)
+        sf = native("filter", lambda x: x > 0, sf)
+        sf = native("filter_map", lambda x: x - 1 if x % 2 == 0 else None, sf)
+        sf = native("map", lambda x: (x, x + 1), sf)
+        assert sf.df is not None
+    assert calls == {"select": 1, "filter": 1}, calls
+    step = kernels.map_values(lambda x: x * 3, VALS)
+    pairs = list(zip(KEYS, step, strict=True))
+    pairs = [(k, v) for k, v in pairs if v > 0]
+    pairs = [(k, v - 1) for k, v in pairs if v % 2 == 0]
+    assert collect_values(sf) == [(k, (v, v + 1)) for k, v in pairs]
+
+
+def test_entries_values_and_a_sink_build_one_select(spark: SparkSession) -> None:
+    start = frame_of(spark, VALS, INT, KEYS, STR, ordered=False)
+    start.df.count()
+    ctx: Any = BatchCtx.__new__(BatchCtx)  # entries / values read nothing of the context
+    with counted() as calls:
+        pairs = ops.entries(ctx, None, [native("map", lambda x: x + 100, start)])  # type: ignore[arg-type]
+        assert isinstance(pairs, SFrame)
+        swapped = native("map", lambda e: (e[1], e[0]), pairs)
+        out = external_df(swapped)
+    assert calls == {"select": 1, "filter": 0}, calls
+    got = sorted((r["_1"], r["_2"]) for r in out.collect())
+    assert got == sorted((v + 100, k) for k, v in zip(KEYS, VALS, strict=True))
+    with counted() as calls:
+        vals = ops.values(ctx, None, [native("filter", lambda x: x < 6, start)])  # type: ignore[arg-type]
+        assert isinstance(vals, SFrame)
+        got_vals = sorted(collect_values(vals))
+    assert calls["select"] == 1 and calls["filter"] == 1, calls
+    assert got_vals == sorted(v for v in VALS if v < 6)
+
+
+def test_a_pending_frame_read_twice_gives_the_same_rows(spark: SparkSession) -> None:
+    """Two readers of one pending frame (`df` and a sink's select) see the same elements."""
+    sf = native("map", lambda x: x * x, frame_of(spark, VALS, INT))
+    assert collect_values(sf) == [x * x for x in VALS]
+    assert sorted(r["value"] for r in external_df(sf).collect()) == sorted(x * x for x in VALS)
+    assert [r["v"] for r in sf.df.orderBy("_o0").collect()] == [x * x for x in VALS]
+
+
+def test_the_running_count_builds_two_dataframes_per_batch(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.spark.test_native_state import BATCHES, _expected, _feed, _outputs, _program
+
+    flow = _program(lambda s: s.count())
+    runner = FlowRunner(
+        flow,
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs={"event": _feed(tmp_path, BATCHES)},
+        outputs={"out": f"json:{tmp_path / 'out'}"},
+        keyed_state="executors",
+    )
+    per_batch: list[dict[str, int]] = []
+    (stage,) = runner.stages
+    orig = stage._process
+
+    def process(df: DataFrame, batch_id: int) -> None:
+        with counted() as calls:
+            orig(df, batch_id)
+        per_batch.append(dict(calls))
+
+    monkeypatch.setattr(stage, "_process", process)
+    try:
+        runner.start()
+        runner.process_all_available()
+    finally:
+        runner.stop()
+    assert _outputs(tmp_path) == _expected(len, BATCHES)
+    assert per_batch and all(c == {"select": 1, "filter": 1} for c in per_batch), per_batch
+    assert verify_runner(runner).identical
