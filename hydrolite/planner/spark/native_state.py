@@ -256,6 +256,9 @@ class NativeAggregations:
         #: lookups answered from the aggregate rows without a join -> their requests' `lambda k: (k, r)` translated
         self.in_place: dict[int, Any] = {}
         self._cols: dict[int, _Columns] = {}
+        #: whether the query's batches hold only this one state's rows (set by the runner once
+        #: it knows the union): its values then need no filter on `_src`
+        self.alone = False
         for x in stage.nodes:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
@@ -301,9 +304,9 @@ class NativeAggregations:
         for i in range(len(self.states)):
             c = self._columns(i)
             wanted = [(x, value) for x, value in c.values.items() if live is None or x in live]
-            if wanted:  # pending frames over the state's rows: one select each when built
-                rows = df.filter(c.mine)
-                out.update((x, value(rows)) for x, value in wanted)
+            where = None if self.alone else c.mine
+            # pending frames over the state's rows: one select each when built
+            out.update((x, value(df, where)) for x, value in wanted)
         return out
 
     def _columns(self, i: int) -> _Columns:
@@ -326,8 +329,8 @@ class NativeAggregations:
         table, key = {"k": k, "v": v}, {"v": k}
         # node id -> its value from the state's rows of the batch: the state's table, the keys
         # the batch updated, each in-place lookup's answer
-        values: dict[int, Callable[[Any], Any]] = {
-            id(st.node): lambda rows: KTable(st.kt, vt, _frame(table, vt, st.kt)(rows))
+        values: dict[int, Callable[[Any, Any], Any]] = {
+            id(st.node): lambda df, where: KTable(st.kt, vt, _frame(table, vt, st.kt)(df, where))
         }
         for x, j in self.keys.values():
             if j == i:
@@ -382,14 +385,15 @@ class _Columns:
     """One state's per-batch column expressions (`NativeAggregations._columns`)."""
 
     mine: Any  # the state's rows of the batch (`_src`), each with its struct `_n<i>` of (k, p0, p1, ...)
-    values: dict[int, Callable[[Any], Any]]  # node id -> its value, from those rows
+    values: dict[int, Callable[[Any, Any], Any]]  # node id -> its value, from (batch, the state's rows' condition)
 
 
-def _frame(exprs: dict[str, Any], vt: HType, kt: HType | None) -> Callable[[Any], Any]:
-    """rows -> the pending `SFrame` of these columns (expressions over the rows)."""
+def _frame(exprs: dict[str, Any], vt: HType, kt: HType | None) -> Callable[[Any, Any], Any]:
+    """(batch, condition) -> the pending `SFrame` of these columns of the batch's rows where
+    the condition holds (None: every row)."""
     from .values import SFrame
 
-    return lambda rows: SFrame.pending(rows, exprs, vt, kt)
+    return lambda df, where: SFrame.pending(df, exprs, vt, kt, where=where)
 
 
 def _start(st: NativeState) -> tuple[bool, Any, HType]:

@@ -34,9 +34,14 @@ def quarantine_dir(binding: InputBinding) -> str | None:
     return read_options("", binding.fmt, binding.options).quarantine
 
 
+def good() -> Column:
+    """The condition of a quarantining input's rows that passed the checks."""
+    return F.col("_file.bad").isNull()
+
+
 def good_rows(rows: DataFrame) -> DataFrame:
     """The rows of a quarantining input that passed the checks."""
-    return rows.filter(F.col("_file.bad").isNull())
+    return rows.filter(good())
 
 
 def _rejected(df: DataFrame, i: int, port: str) -> DataFrame:

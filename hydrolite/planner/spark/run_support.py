@@ -3,7 +3,8 @@
 `record_sink_type` / `record_bindings` write what `hydrolite verify-run` needs to read a
 run back later (the element types of each sink, the binding of each port); `busy` says
 whether a query is doing real work (for `--until-idle`); `pickle_user_modules` makes user
-functions (and the user modules they reach) travel to Spark's Python workers by value.
+functions (and the user modules they reach) travel to Spark's Python workers by value;
+`diagnose_natives` finds the element a translated function failed on.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir.graph import Flow
-from .ports import InputBinding, OutputBinding
+from ...kernels import KERNELS, KEYED_KERNELS, KernelError
+from .errors import SparkRunError
+from .exec import BatchCtx
+from .ports import InputBinding, OutputBinding, collect_values
 from .values import SFrame
 
 
@@ -121,3 +125,22 @@ def _user_module(module: ModuleType) -> bool:
     if not isinstance(path, str):
         return name == "__main__"  # an interactive __main__ has no file
     return not os.path.realpath(path).startswith(_installed_dirs())
+
+
+def diagnose_natives(ctx: BatchCtx | None) -> SparkRunError | None:
+    """The element a natively translated function of the batch `ctx` fails on, found by
+    running the function's kernel in Python over its input (Spark's own error names no
+    element); None when no translated function fails there."""
+    if ctx is None:
+        return None
+    for node, sf in ctx.natives:
+        try:
+            values = collect_values(sf.with_df(sf.df.limit(100_000)))
+        except Exception:  # its own input fails too: an upstream operator is to blame
+            continue
+        table = KEYED_KERNELS if sf.keyed else KERNELS
+        try:
+            table[node.op](node.f, values)
+        except KernelError as err:  # the failing element, reported like a Python fallback's
+            return ctx.site(node).fail(err.element, err.cause)
+    return None

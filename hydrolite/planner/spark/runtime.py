@@ -33,7 +33,6 @@ from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
 from ...ir.roles import static_initial
-from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import (
     BadDataError,
@@ -60,13 +59,12 @@ from .ports import (
     InputBinding,
     MemorySink,
     OutputBinding,
-    collect_values,
     parse_input,
     parse_output,
 )
-from .quarantine import divert_rejected, good_rows, quarantine_dir
+from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
-from .run_support import busy, pickle_user_modules, record_bindings
+from .run_support import busy, diagnose_natives, pickle_user_modules, record_bindings
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
@@ -223,6 +221,8 @@ class StageRunner(StageOutputs, HeldBatches):
         for i, inp in enumerate(self.inputs):
             self.in_tick[i] = inp.node is None or id(inp.node) in self.live or quarantine_dir(inp.binding) is not None
             self.scans[i] = int(self.in_tick[i]) + reads
+        if self.native is not None:
+            self.native.alone = len(self.native.states) == 1 and region is None and not any(self.in_tick)
         # the branches first: Spark numbers a query's sources in the order the plan first
         # reads them, and its offset log (so the remap log, `verify`, a resumed checkpoint) is
         # positional; each branch reads `raw`, every input in the union's order
@@ -289,27 +289,10 @@ class StageRunner(StageOutputs, HeldBatches):
             return with_batch(ours, batch_id)
         if ours is not None:
             return ours
-        found = self._diagnose(batch_id)
+        found = diagnose_natives(self._ctx)
         if found is not None:
             return found
         return SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {describe_spark_error(exc)}")
-
-    def _diagnose(self, batch_id: int) -> SparkRunError | None:
-        """Find the element a natively translated function fails on, by running it in Python."""
-        ctx = self._ctx
-        if ctx is None:
-            return None
-        for node, sf in ctx.natives:
-            try:
-                values = collect_values(sf.with_df(sf.df.limit(100_000)))
-            except Exception:  # its own input fails too: an upstream operator is to blame
-                continue
-            table = KEYED_KERNELS if sf.keyed else KERNELS
-            try:
-                table[node.op](node.f, values)
-            except KernelError as err:  # the failing element, reported like a Python fallback's
-                return ctx.site(node).fail(err.element, err.cause)
-        return None
 
     def _hook(self, point: str, batch_id: int) -> None:
         if self.runner.fault is not None:
@@ -321,23 +304,18 @@ class StageRunner(StageOutputs, HeldBatches):
         for i, inp in enumerate(self.inputs):
             if inp.node is None or not self.in_tick[i]:  # the heartbeat carries no elements; no live node reads it
                 continue
-            payload = [F.col(f"p{i}.{c}").alias(c) for c in (["k"] if inp.kt is not None else []) + ["v"]]
-            rows = df.filter(F.col("_src") == i)
+            mine = F.col("_src") == i
             if quarantine_dir(inp.binding) is not None:  # its rejected records were set aside (quarantine.py)
-                rows = good_rows(rows)
-            order: tuple[str, ...]
-            if self.has_file[i] and not self.ordered[i]:  # no one downstream needs the order
-                part, order = rows.select(*payload), ()
-            elif self.has_file[i]:  # file, then split of the file, then row: see FileInput
-                assert isinstance(inp.binding, FileInput)
-                part = inp.binding.arrival_order(self.runner.spark, rows, inp.name, files.get(i, []), payload)
-                order = ("_o0", "_o0s", "_o0r")
+                mine = mine & good()
+            fields = {c: F.col(f"p{i}.{c}") for c in (["k"] if inp.kt is not None else []) + ["v"]}
+            if (self.has_file[i] and not self.ordered[i]) or (self.has_seq[i] and not self.has_file[i]):
+                # no order needed, or the source's own: a pending frame (built with its first reader)
+                order = {"_o0": F.col("_seq")} if not self.has_file[i] else {}
+                sf = SFrame.pending(df, order | fields, inp.vt, inp.kt, tuple(order), where=mine)
             else:
-                # without a source order, the position in the batch (deterministic on replay: the
-                # batch's data and its partitions are fixed by the offset log)
-                seq = F.col("_seq") if self.has_seq[i] else F.monotonically_increasing_id()
-                part, order = rows.select(seq.alias("_o0"), *payload), ("_o0",)
-            sf = SFrame(part, inp.vt, inp.kt, order)
+                payload = [c.alias(name) for name, c in fields.items()]
+                part, ordered = self._ordered_part(df.filter(mine), i, inp, files, payload)
+                sf = SFrame(part, inp.vt, inp.kt, ordered)
             if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
                 out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
             else:
@@ -347,6 +325,22 @@ class StageRunner(StageOutputs, HeldBatches):
         if self.native is not None:  # native aggregations: their states' values at the keys updated
             out.update(self.native.tables(df, self.live))
         return out
+
+    def _ordered_part(
+        self, rows: DataFrame, i: int, inp: InputSpec, files: dict[int, list[str]], payload: list[Any]
+    ) -> tuple[DataFrame, tuple[str, ...]]:
+        """Input i's rows of the batch with their arrival order as columns, and those columns."""
+        order: tuple[str, ...]
+        if self.has_file[i]:  # file, then split of the file, then row: see FileInput
+            assert isinstance(inp.binding, FileInput)
+            part = inp.binding.arrival_order(self.runner.spark, rows, inp.name, files.get(i, []), payload)
+            order = ("_o0", "_o0s", "_o0r")
+        else:
+            # without a source order, the position in the batch (deterministic on replay: the
+            # batch's data and its partitions are fixed by the offset log); built here, as the
+            # position must not move when a reader filters further
+            part, order = rows.select(F.monotonically_increasing_id().alias("_o0"), *payload), ("_o0",)
+        return part, order
 
     def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
         """A singleton read from another query: its newest version so far."""
