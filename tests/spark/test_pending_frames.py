@@ -30,6 +30,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.values import SFrame, frame_of
 from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.test_lambdas import _Names
 
 pytestmark = pytest.mark.spark
 INT, STR = Prim(int), Prim(str)
@@ -63,15 +64,6 @@ def native(kind: str, f: Callable[..., Any], sf: SFrame) -> SFrame:
     """One translated element-wise operator over `sf`, as `ops.apply_stream` applies it."""
     v = F.col("v") if kind == "flat_map" else sf.col("v")
     return ops._native(_Names(), kind, translate(f, [TExpr(v, sf.vt)]), sf)
-
-
-class _Names:
-    def __init__(self) -> None:
-        self.n = 0
-
-    def fresh(self, prefix: str = "_o") -> str:
-        self.n += 1
-        return f"{prefix}9{self.n}"
 
 
 KEYS = ["a", "b", "c", "d", "e", "f", "g"]
