@@ -39,7 +39,7 @@ class SFrame:
     cost goes.
 
     Expressions built with `col(name)` are valid over the base; expressions built with
-    `F.col(name)` are valid over `df`. For example (keyed frame `sf`):
+    `F.col(name)` are valid over `df`. For example (`sf` keyed, with no order columns):
 
         doubled = SFrame.pending(sf.base, {"k": sf.col("k"), "v": sf.col("v") * 2}, sf.vt, sf.kt, where=sf.where)
         doubled.select(doubled.col("k"), doubled.col("v") + 1)  # one select over the base
