@@ -59,13 +59,6 @@ def project(sf: SFrame, v: Column, vt: HType, extra_order: tuple[str, ...] = ())
     return SFrame(df, vt, sf.kt, (*sf.order, *extra_order))
 
 
-def project_pending(sf: SFrame, v: Column, vt: HType) -> SFrame:
-    """`sf` with its values replaced by `v` (a Column over `sf.base`, built from `sf.col`),
-    still pending: no DataFrame is built (see `SFrame`)."""
-    keep = [*sf.order, *(["k"] if sf.keyed else [])]
-    return sf.project({c: sf.col(c) for c in keep} | {"v": v}, vt, sf.kt, sf.order)
-
-
 # ------------------------------------------------------------------ element-wise
 _KIND = {n.Map: "map", n.Filter: "filter", n.FilterMap: "filter_map", n.FlatMap: "flat_map", n.Inspect: "inspect"}
 ElementWise = n.Map | n.Filter | n.FilterMap | n.FlatMap | n.Inspect  # nodes applying f per element
@@ -110,13 +103,13 @@ def _native(ctx: FreshNames, kind: str, te: TExpr, sf: SFrame) -> SFrame:
     """The op with its function translated to `te`: over `sf.base` (built from `sf.col("v")`)
     for map / filter / filter_map, which stay pending; over `sf.df` for flat_map."""
     if kind == "map":
-        return project_pending(sf, te.col, te.t)
+        return sf.with_value(te.col, te.t)
     if kind == "filter":
         if te.t != BOOL:
             raise NotTranslatable("the predicate does not return a bool (Python truthiness)")
         return sf.filtered(te.col)
     if kind == "filter_map":
-        return project_pending(sf, te.col, strip_optional(te.t)).filtered(te.col.isNotNull())
+        return sf.with_value(te.col, strip_optional(te.t)).filtered(te.col.isNotNull())
     if kind == "flat_map":
         if not isinstance(te.t, ListT):
             raise NotTranslatable("flat_map result is not a list")
@@ -269,14 +262,14 @@ def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     assert sf.kt is not None
     v = F.struct(sf.col("k").alias("_1"), sf.col("v").alias("_2"))
-    return sf.project({c: sf.col(c) for c in sf.order} | {"v": v}, TupleT((sf.kt, sf.vt)), None, sf.order)
+    return sf.with_value(v, TupleT((sf.kt, sf.vt)), keyed=False)
 
 
 @handles(n.Values, lazy=True)
 def values(ctx: BatchCtx, node: n.Values, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
-    return sf.project({c: sf.col(c) for c in sf.order} | {"v": sf.col("v")}, sf.vt, None, sf.order)
+    return sf.with_value(sf.col("v"), sf.vt, keyed=False)
 
 
 @handles(n.IntoStream, lazy=True)

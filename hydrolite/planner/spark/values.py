@@ -107,10 +107,18 @@ class SFrame:
 
     def filtered(self, cond: Column) -> SFrame:
         """The frame's elements where `cond` (built with `col`) holds, still pending."""
-        where = cond if self.where is None else self.where & cond
         if self._exprs is None:  # a filter alone: one DataFrame, as before
             return self.with_df(self.base.filter(cond))
+        where = cond if self.where is None else self.where & cond
         return SFrame.pending(self.base, self._exprs, self.vt, self.kt, self.order, where)
+
+    def with_value(self, v: Column, vt: HType, keyed: bool = True, ordered: bool = True) -> SFrame:
+        """A pending frame of the same elements with value `v` (built with `col`), keeping the
+        key (unless not `keyed`) and the order columns (unless not `ordered`)."""
+        kt = self.kt if keyed else None
+        order = self.order if ordered else ()
+        keep = [*order, *(["k"] if kt is not None else [])]
+        return self.project({c: self.col(c) for c in keep} | {"v": v}, vt, kt, order)
 
     def with_df(
         self, df: DataFrame, vt: HType | None = None, kt: HType | None = None, order: tuple[str, ...] | None = None
@@ -120,9 +128,7 @@ class SFrame:
         )
 
     def unordered(self) -> SFrame:
-        return self.project(
-            {c: self.col(c) for c in (["k"] if self.keyed else [])} | {"v": self.col("v")}, self.vt, self.kt
-        )
+        return self.with_value(self.col("v"), self.vt, ordered=False)
 
     def order_col(self) -> Any:
         """One Column ordering the elements (a struct of the order columns) over `df`, or None."""
