@@ -4,22 +4,20 @@ answers its gets; replies travel back to the front end.
 
 Each shard is `examples/kvstore.py` on its own keys: puts are acked with
 `release_aligned`, gets read an aligned snapshot of the shard's table, so a client that
-saw the ack of its put and then asks for that key sees the put (or a later one). Keys are
-routed by a stable hash (`zlib.crc32`, the same in every process, unlike `hash()` of a str)
-modulo `SHARDS`: run with that many members (`--cluster-members Shard=2`, the default, in
-`hydrolite run`; `cluster_sizes={"Shard": 2}` in the simulator, its default too).
+saw the ack of its put and then asks for that key sees the put (or a later one). Puts and
+gets are keyed by their key and sent with `demux_by_key`, which picks the owner by a stable
+hash of the key modulo the number of shards: the program is the same for any number of
+members (`--cluster-members Shard=N` in `hydrolite run`, `cluster_sizes={"Shard": N}` in
+the simulator; 2 by default).
 """
 
 from __future__ import annotations
 
-import zlib
-
 import hydrolite as hl
-from hydrolite import MemberId, nondet
+from hydrolite import nondet
 
 ClientId = str
 Key = str
-SHARDS = 2  # members of the Shard cluster that keys are spread over
 
 
 class Frontend:
@@ -30,11 +28,6 @@ class Shard:
     """Tag of the cluster of shards."""
 
 
-def shard_of(key: Key) -> MemberId[Shard]:
-    """The shard that owns `key` (a stable hash: the same on every machine and run)."""
-    return MemberId(zlib.crc32(key.encode()) % SHARDS)
-
-
 def build() -> hl.Flow:
     """Build the sharded key-value store program."""
     flow = hl.FlowBuilder("sharded_kvstore")
@@ -43,15 +36,16 @@ def build() -> hl.Flow:
     puts = front.source("put", tuple[ClientId, Key, int])  # (client, key, value)
     gets = front.source("get", tuple[ClientId, Key])  # (client, key)
 
-    at_shard = puts.map(lambda p: (shard_of(p[1]), p)).demux(shards)
+    # key -> (client, value), at the shard that owns the key
+    at_shard = puts.map(lambda p: (p[1], (p[0], p[2]))).into_keyed().demux_by_key(shards)
     align = shards.local_align_point()
-    table = at_shard.map(lambda p: (p[1], p[2])).into_keyed().reduce(lambda _old, new: new)
-    acks = at_shard.release_aligned(align).map(lambda p: (p[0], p[1]))
+    table = at_shard.map(lambda cv: cv[1]).reduce(lambda _old, new: new)
+    acks = at_shard.release_aligned(align).entries().map(lambda e: (e[1][0], e[0]))  # (client, key)
     acks.send(front).values().sink("put_ack")
 
     tick = shards.tick()
-    asked = gets.map(lambda g: (shard_of(g[1]), g)).demux(shards)
-    requests = asked.batch(tick, nondet("gets may be served in any grouping")).map(lambda g: (g[1], g[0])).into_keyed()
+    asked = gets.map(lambda g: (g[1], g[0])).into_keyed().demux_by_key(shards)  # key -> client
+    requests = asked.batch(tick, nondet("gets may be served in any grouping"))
     snapshot = table.snapshot_aligned(tick, align, nondet("any version consistent with the acks already released"))
     answers = (
         requests.lookup_keyed_singleton(snapshot)

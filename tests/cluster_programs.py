@@ -17,6 +17,7 @@ from typing import Any
 import hydrolite as hl
 from examples import sharded_kvstore
 from hydrolite import MemberId, nondet
+from hydrolite.locations.sharding import member_of_key
 from hydrolite.receiving import NoMoreOutput, ReceiverAssertions
 from hydrolite.sim import Simulator
 
@@ -120,6 +121,36 @@ def cluster_to_cluster_scenario(s: Any) -> None:
     s.receiver("routed", member=2).assert_yields_only([(MemberId(0), 5)])
 
 
+def sharded_by_key() -> hl.Flow:
+    """`demux_by_key` from a cluster to another: each key's values meet at its owner, which
+    keeps a running sum per key (its values from every sender, in any order)."""
+    flow = hl.FlowBuilder("sharded_by_key")
+    a = flow.cluster(Workers)
+    b = flow.cluster(Others)
+    owned = a.source("in", int).map(lambda x: (x % 4, x)).into_keyed().demux_by_key(b)
+    owned.entries().sink("owned")
+    tick = b.tick()
+    sums = owned.fold_commutative(0, lambda acc, x: acc + x)
+    asks = b.source("ask", int).batch(tick, nondet("any grouping")).map(lambda k: (k, None)).into_keyed()
+    asks.lookup_keyed_singleton(sums.snapshot(tick, nondet("any version"))).entries().all_ticks().sink("sums")
+    return flow.finalize()
+
+
+def sharded_by_key_scenario(s: Any) -> None:
+    """Every value reaches the owner of its key (`member_of_key`, 3 members), from any sender."""
+    sent = {0: [1, 2, 5, 7], 1: [3, 6, 9]}
+    for m, xs in sent.items():
+        s.sender("in", member=m).send_many(xs)
+    everything = [(x % 4, x) for xs in sent.values() for x in xs]
+    for m in (0, 1, 2):
+        mine = sorted(kv for kv in everything if member_of_key(kv[0], 3) == m)
+        assert sorted(s.receiver("owned", member=m).collect()) == mine, (m, mine)
+    owner = member_of_key(1, 3)  # key 1: 1, 5, 9 from two senders
+    s.sender("ask", member=owner).send(1)
+    got = s.receiver("sums", member=owner).collect()
+    assert len(got) == 1 and got[0][0] == 1 and got[0][1][1] in (None, 1, 5, 6, 9, 10, 14, 15), got
+
+
 # ------------------------------------------------------------------ keyed state per member
 def keyed_per_member() -> hl.Flow:
     """Per-member sources, keyed folds in a tick and at top level, lookups per member."""
@@ -165,6 +196,7 @@ CASES = [
     Case("demux_gather", demux_gather, {"Workers": 3}, demux_gather_scenario),
     Case("broadcast_count", broadcast_count, {"Workers": 3}, broadcast_count_scenario, exhaustive=False),
     Case("cluster_to_cluster", cluster_to_cluster, {"Workers": 2, "Others": 3}, cluster_to_cluster_scenario),
+    Case("sharded_by_key", sharded_by_key, {"Workers": 2, "Others": 3}, sharded_by_key_scenario),
     Case("keyed_per_member", keyed_per_member, {"Workers": 2}, keyed_per_member_scenario),
     Case("enumerate_per_member", enumerate_per_member, {"Workers": 2}, enumerate_per_member_scenario),
 ]
@@ -184,9 +216,8 @@ def sharded_kvstore_scenario(s: Any) -> None:
     s.receiver("get_response").assert_yields_only([("c2", "apple", 7)])
 
 
-CASES.append(
-    Case("sharded_kvstore", sharded_kvstore.build, {"Shard": sharded_kvstore.SHARDS}, sharded_kvstore_scenario)
-)
+# the same program on 2 and on 3 shards: demux_by_key routes by the member count at run time
+CASES += [Case(f"sharded_kvstore_{n}", sharded_kvstore.build, {"Shard": n}, sharded_kvstore_scenario) for n in (2, 3)]
 
 
 # ------------------------------------------------------------------ the lifted flow in the simulator

@@ -49,6 +49,11 @@ def accept_sends_between_locations() -> None:
     rerouted = on_workers.map(lambda v: (MemberId[Replicas](0), v)).demux(w.replicas)
     assert_type(rerouted, KeyedStream[MemberId[Workers], float, Cluster[Replicas], Unbounded, TotalOrder])
     gathered.entries().sink("gathered")
+    keyed = x.map(lambda v: (str(v), v)).into_keyed()
+    sharded = keyed.demux_by_key(w.workers)  # from a process: each key keeps its order
+    assert_type(sharded, KeyedStream[str, int, Cluster[Workers], Unbounded, TotalOrder])
+    resharded = sharded.demux_by_key(w.replicas)  # from a cluster: a key's senders interleave
+    assert_type(resharded, KeyedStream[str, int, Cluster[Replicas], Unbounded, NoOrder])
     w.flow.finalize()
 
 
@@ -137,6 +142,19 @@ def reject_demux_to_a_process() -> None:
     w = world()
     routed = w.server.source("x", int).map(lambda v: (MemberId[Workers](v), v))
     routed.demux(w.client)  # type: ignore[hydrolite-location]
+
+
+def reject_demux_by_key_to_a_process() -> None:
+    w = world()
+    keyed = w.server.source("x", int).map(lambda v: (v, v)).into_keyed()
+    keyed.demux_by_key(w.client)  # type: ignore[hydrolite-location]
+
+
+def reject_demux_by_key_inside_a_tick() -> None:
+    w = world()
+    keyed = w.server.source("x", int).map(lambda v: (v, v)).into_keyed()
+    batch = keyed.batch(w.server.tick(), nondet(REASON))
+    batch.demux_by_key(w.workers)  # type: ignore[hydrolite-tick]
 
 
 def reject_release_aligned_with_another_locations_point() -> None:

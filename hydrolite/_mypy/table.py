@@ -99,6 +99,7 @@ KEYED_STREAM: dict[str, tuple[Rule, ...]] = {
         OnArg("table", "bounded", r.FIX_SNAPSHOT_TABLE),
     ),
     **_STREAMLIKE,
+    "demux_by_key": (OnSelf("top", r.FIX_KEYED_SEND_TOP), OnArg("dest", "cluster")),
     "sink": (OnSelf("top", r.FIX_KEYED_SINK_TOP),),
 }
 

@@ -463,6 +463,7 @@ class SendMode(enum.Enum):
     DIRECT = "send"  # process -> process, or every member -> one process
     BROADCAST = "broadcast"  # every element to every member of a cluster
     DEMUX = "demux"  # (member_id, x): x to that member only
+    BY_KEY = "demux_by_key"  # keyed (k, v): to the member owning k (locations.sharding)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -18,9 +18,10 @@ from ..nondet import NonDet
 from . import rules
 
 if TYPE_CHECKING:
-    from ..locations.locations import LocalAlignPoint, Location, Tick
+    from ..locations.locations import LocalAlignPoint, Location, Tick, TopLevel
 
 LiveT = TypeVar("LiveT", bound="Live")
+TopLevelT = TypeVar("TopLevelT", bound="TopLevel")
 
 
 class Live:
@@ -142,6 +143,26 @@ class Live:
                 found=self._found(),
                 fix=fix or rules.FIX_LEAVE_TICK,
             )
+
+    def _need_destination(
+        self, dest: object, op: str, dest_cls: type[TopLevelT], fix: str = rules.FIX_SEND_TOP
+    ) -> TopLevelT:
+        """A send's destination: a `dest_cls` location of this flow other than the collection's own."""
+        from ..locations.locations import TopLevel
+
+        self._need_top(op, fix)
+        if not isinstance(dest, dest_cls):
+            found = str(dest.id) if isinstance(dest, TopLevel) else f"{type(dest).__name__} {dest!r}"
+            raise BuildError(op, required=rules.destination(dest_cls.__name__), found=found, fix=rules.FIX_DESTINATION)
+        self._need_same_flow(dest, op)
+        if dest.id == self._meta.loc:
+            raise BuildError(
+                op,
+                required="a different location to send to",
+                found=f"{dest.id}, the collection's own location",
+                fix="drop the send: the data is already there",
+            )
+        return dest
 
     def _need_same_flow(self, other: Location, op: str) -> None:
         # Two flows can hold equal location ids (same tag, same index): compare the builders.

@@ -12,6 +12,7 @@ from typing_extensions import TypeForm
 
 from .._site import capture_site
 from ..ir import nodes as n
+from ..ir.ids import ClusterId
 from ..ir.meta import Kind, pair_type
 from ..locations.locations import Cluster, Process
 from ..locations.markers import Bounded, NoOrder, TotalOrder, Unbounded
@@ -20,7 +21,7 @@ from . import keyed_singleton as _kg
 from . import rules
 from . import stream as _st
 from ._time import TimeOps
-from ._typevars import V2, A, B, K, L, O, P, Tag, U, V
+from ._typevars import V2, A, B, K, L, O, P, Tag, Tag2, U, V
 from .ports import SinkPort
 
 if TYPE_CHECKING:
@@ -341,6 +342,36 @@ class KeyedStream(TimeOps, Generic[K, V, L, B, O]):
         [('a', 1), ('a', 3), ('b', 2)]
         """
         return self._mark_aligned(KeyedStream, n.AlignedAt, align)
+
+    # ------------------------------------------------------------- network
+    @overload
+    def demux_by_key(
+        self: KeyedStream[K, V, Process[Tag], B, O], dest: Cluster[Tag2]
+    ) -> KeyedStream[K, V, Cluster[Tag2], Unbounded, O]: ...
+    @overload
+    def demux_by_key(
+        self: KeyedStream[K, V, Cluster[Tag], B, O], dest: Cluster[Tag2]
+    ) -> KeyedStream[K, V, Cluster[Tag2], Unbounded, NoOrder]: ...
+    def demux_by_key(self, dest: Cluster[Any]) -> Any:
+        """Shard by key: send each (key, value) to the one member of `dest` that owns the key.
+
+        The owner is a stable hash of the key modulo the cluster's size at run time
+        (`hydrolite.locations.sharding.member_of_key`: the same in the simulator and on every
+        Spark executor), so every value of a key reaches the same member, and the program does
+        not change with the number of members (`--cluster-members`, `cluster_sizes`). Each
+        member receives a keyed stream of its keys. From a process a key's values keep their
+        order; from a cluster, values of one key sent by different members interleave in any
+        order (NoOrder).
+
+        >>> ks = server.keyed_source("k", str, int)
+        >>> run(ks.demux_by_key(workers), k=[("a", 1), ("b", 2), ("a", 3), ("c", 4)])  # member -> its keys
+        {0: [('a', 1), ('a', 3), ('c', 4)], 1: [('b', 2)]}
+        """
+        dest = self._need_destination(dest, "demux_by_key()", Cluster, rules.FIX_KEYED_SEND_TOP)
+        meta = self._meta.but(loc=dest.id, bounded=False)
+        if isinstance(self._meta.loc, ClusterId):  # several senders per key: no order across them
+            meta = meta.but(ordered=False)
+        return self._derive(KeyedStream, n.Send, meta, loc=dest, input=self._node, dest=dest.id, mode=n.SendMode.BY_KEY)
 
     @overload  # overloads rather than P: see Stream.sink
     def sink(self: KeyedStream[K, V, Process[Tag], B, O], name: str) -> SinkPort[tuple[K, V]]: ...

@@ -61,13 +61,14 @@ FIX_ALIGNED_AT_TOP = (
     "aligned_at marks a top-level collection: call it before batch()/snapshot() takes the collection into the tick"
 )
 FIX_SEND_TOP = "send from the top level: all_ticks() the stream first"
+FIX_KEYED_SEND_TOP = "send from the top level: all_ticks() the keyed stream first"
 FIX_SINK_TOP = "sinks are top-level: all_ticks() the stream first"
 FIX_KEYED_SINK_TOP = "sinks are top-level: all_ticks() the keyed stream first"
 FIX_SAME_LOCATION = (
     "move one side first: send() across locations, batch()/snapshot() into the tick, or all_ticks()/latest() out of it"
 )
 FIX_NONDET = 'pass nondet("why any outcome is acceptable here")'
-FIX_DESTINATION = "send() targets a Process; broadcast()/demux() target a Cluster"
+FIX_DESTINATION = "send() targets a Process; broadcast(), demux() and demux_by_key() target a Cluster"
 FIX_COMPARABLE = "pass key=... returning a comparable value (a number, a string, a tuple of them)"
 FIX_PAIRS = "map() each element to a (key, value) tuple first"
 FIX_SPELLED_TYPE = "spell the items, e.g. tuple[str, int] or list[int] (tuple[Any, ...] if you mean any)"

@@ -520,18 +520,7 @@ class Stream(TimeOps, Generic[T_co, L, B, O]):
         return self._send(dest, n.SendMode.DEMUX, "demux()", Cluster)
 
     def _send(self, dest: object, mode: n.SendMode, op: str, dest_cls: type[TopLevel]) -> Any:
-        self._need_top(op, rules.FIX_SEND_TOP)
-        if not isinstance(dest, dest_cls):
-            found = str(dest.id) if isinstance(dest, TopLevel) else f"{type(dest).__name__} {dest!r}"
-            raise BuildError(op, required=rules.destination(dest_cls.__name__), found=found, fix=rules.FIX_DESTINATION)
-        self._need_same_flow(dest, op)
-        if dest.id == self._meta.loc:
-            raise BuildError(
-                op,
-                required="a different location to send to",
-                found=f"{dest.id}, the stream's own location",
-                fix="drop the send: the data is already there",
-            )
+        dest = self._need_destination(dest, op, dest_cls)
         meta = self._meta.but(loc=dest.id, bounded=False, elem=None if mode is n.SendMode.DEMUX else self._meta.elem)
         if isinstance(self._meta.loc, ClusterId):  # many senders: keyed by member, ordered per member
             meta = meta.but(kind=Kind.KEYED_STREAM, key=MemberId)

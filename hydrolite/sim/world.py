@@ -188,6 +188,7 @@ class World:
 
     def _route(self, op: SendOp, p: int, x: Any) -> list[tuple[int, Any]]:
         from ..ir.nodes import SendMode
+        from ..locations.sharding import member_of_key
 
         member = self.prog.places[p].member
         dests = self.prog.places_at(op.dest)
@@ -201,6 +202,12 @@ class World:
                     self, x, ValueError(f"demux() to member {x[0]!r}, but the cluster has {len(dests)} members")
                 )
             return [(dests[i], wrap(x[1]))]
+        if op.mode is SendMode.BY_KEY:  # a keyed (k, v): to k's owner, still keyed by k
+            try:
+                i = member_of_key(x[0], len(dests))
+            except TypeError as exc:
+                raise op.fail(self, x, exc) from None
+            return [(dests[i], x)]
         return [(d, wrap(x)) for d in dests]
 
     # ------------------------------------------------------------- scheduler

@@ -109,6 +109,7 @@ def params(method: str, place: str, where: str = "server") -> dict[str, str]:
         "send": {"dest": "w.client"},
         "broadcast": {"dest": "w.workers"},
         "demux": {"dest": "w.workers"},
+        "demux_by_key": {"dest": "w.workers"},
         "sink": {"name": '"out"'},
         "lookup_keyed_singleton": {
             "table": f'{loc}.keyed_source("o", str, int).count().snapshot({tick}, {ND})'

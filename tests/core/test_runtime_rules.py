@@ -331,7 +331,7 @@ def test_arguments_of_the_wrong_kind() -> None:
 def test_sends_need_the_right_kind_of_destination() -> None:
     w = W()
     x = w.ints()
-    rejects(lambda: x.send(w.workers), "send() requires a Process destination", "Cluster", "broadcast()/demux()")
+    rejects(lambda: x.send(w.workers), "send() requires a Process destination", "Cluster", "demux_by_key() target")
     rejects(lambda: x.broadcast(w.client), "broadcast() requires a Cluster destination", "Process")
     rejects(
         lambda: x.map(lambda v: (MemberId[Workers](v), v)).demux(w.client), "demux() requires a Cluster destination"
@@ -339,10 +339,19 @@ def test_sends_need_the_right_kind_of_destination() -> None:
     rejects(
         lambda: x.send(w.server),
         "send() requires a different location to send to",
-        "the stream's own location",
+        "the collection's own location",
         "drop the send",
     )
     rejects(lambda: w.workers.source("c", int).broadcast(w.workers), "broadcast() requires a different location")
+    keyed = x.map(lambda v: (v, v)).into_keyed()
+    rejects(lambda: keyed.demux_by_key(w.client), "demux_by_key() requires a Cluster destination", "Process")
+    sharded = keyed.demux_by_key(w.workers)
+    rejects(lambda: sharded.demux_by_key(w.workers), "demux_by_key() requires a different location")
+    rejects(
+        lambda: keyed.batch(w.server.tick(), nondet("any")).demux_by_key(w.workers),
+        "demux_by_key() requires a top-level collection",
+        "all_ticks() the keyed stream first",
+    )
 
 
 # ------------------------------------------------------------------ align points

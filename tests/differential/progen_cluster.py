@@ -3,7 +3,8 @@
 Like `progen.py` (whose function pools and `Draw` it reuses), a program is a list of
 statements over typed variables, but the variables live on a cluster `w` (`Cluster[W]`)
 and its ticks: per-member sources `xs` / `ys`, a process `p` whose `rq` requests are
-demuxed to the members (`x % 2`) and whose `bc` stream is broadcast to all of them; the
+demuxed to the members (`x % 2`), whose `bc` stream is broadcast to all of them and whose
+`kq` stream is keyed (`x % 5`) and sharded by key (`demux_by_key`); the
 operators are those the Spark planner lifts exactly (element-wise, batches, aggregates,
 snapshots paired with tick streams, keyed state and lookups, per-tick reshaping, stream
 cycles); sinks are per-member cluster sinks and gathers of tick streams back to `p`.
@@ -31,7 +32,7 @@ from tests.differential.progen import (
 )
 
 CLUSTER_PORTS = ("xs", "ys")
-PROCESS_PORTS = ("rq", "bc")
+PROCESS_PORTS = ("rq", "bc", "kq")
 
 
 @dataclass
@@ -80,6 +81,9 @@ def generate_cluster(d: Draw, max_ops: int = 6) -> ClusterProgram:
     if d.bool():
         prog.lines.append('bc = p.source("bc", int).broadcast(w)')
         prog.vars.append(Var("bc", "stream", None))
+    if d.bool():  # keyed requests sharded by key (demux_by_key: a stable hash, any member count)
+        prog.lines.append('kd = p.source("kq", int).map(lambda x: (x % 5, x)).into_keyed().demux_by_key(w)')
+        prog.vars.append(Var("kd", "keyed", None))
     batchy: set[str] = set()  # tick values derived from batches only (their entries may be sunk)
     for _ in range(d.int(1, max_ops)):
         _one_op(prog, d, batchy)

@@ -8,6 +8,7 @@ import pytest
 
 import hydrolite as hl
 from hydrolite import MemberId, nondet
+from hydrolite.locations.sharding import member_of_key
 from hydrolite.sim import EagerChooser, SimulationFailure, Simulator, UserFunctionError
 
 from .helpers import Client, Server, Workers
@@ -65,6 +66,47 @@ def test_demux_to_a_missing_member_names_the_operator() -> None:
         sim.exhaustive(scenario)
     assert isinstance(info.value.cause, UserFunctionError)
     assert "demux() to member 5, but the cluster has 2 members" in str(info.value)
+
+
+@pytest.mark.parametrize("members", [1, 2, 5])
+def test_demux_by_key_sends_every_value_of_a_key_to_its_owner(members: int) -> None:
+    flow = hl.FlowBuilder("by-key")
+    p = flow.process(Server)
+    owned = p.keyed_source("in", str, int).demux_by_key(flow.cluster(Workers))
+    owned.entries().sink("owned")
+    sim = Simulator(flow.finalize(), cluster_sizes={"Workers": members})
+    sent = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("d", 6)]
+
+    def scenario(s: Simulator) -> None:
+        s.sender("in").send_many(sent)
+        for m in range(members):  # each member: exactly its keys, each key's values in order
+            mine = [kv for kv in sent if member_of_key(kv[0], members) == m]
+            got = s.receiver("owned", member=m).collect()
+            assert sorted(got) == sorted(mine), (m, got)
+            for key in {k for k, _ in mine}:
+                assert [v for k, v in got if k == key] == [v for k, v in mine if k == key]
+
+    sim.exhaustive(scenario)
+
+
+def test_demux_by_key_of_a_key_without_a_stable_encoding_names_the_operator() -> None:
+    class Opaque:
+        """A key whose encoding would differ between processes."""
+
+    flow = hl.FlowBuilder("bad-key")
+    p = flow.process(Server)
+    p.keyed_source("in", object, int).demux_by_key(flow.cluster(Workers)).entries().sink("out")
+    sim = Simulator(flow.finalize(), cluster_sizes={"Workers": 2})
+
+    def scenario(s: Simulator) -> None:
+        s.sender("in").send((Opaque(), 1))
+        s.receiver("out", member=0).collect()
+
+    with pytest.raises(SimulationFailure) as info:
+        sim.exhaustive(scenario)
+    assert isinstance(info.value.cause, UserFunctionError)
+    text = str(info.value)
+    assert "demux_by_key() cannot route a key of type Opaque" in text and "map() the key" in text, text
 
 
 def test_a_snapshot_at_the_receiver_sees_any_delivery_prefix() -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_programs import CASES, Case
+from cluster_programs import CASES, Case, Server, Workers
 from pyspark.sql import SparkSession
 
+import hydrolite as hl
 from hydrolite import MemberId
 from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.harness import SparkHarness
@@ -45,3 +46,17 @@ def test_demux_to_a_missing_member_fails_the_batch(spark: SparkSession, tmp_path
         UserFunctionError, match=r"demux\(\) to member MemberId\(raw=5\), but the cluster has 2 members"
     ):
         SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes={"Workers": 2}).run(scenario)
+
+
+def test_demux_by_key_of_a_key_without_a_stable_encoding_fails_the_batch(spark: SparkSession, tmp_path: Path) -> None:
+    flow = hl.FlowBuilder("bad-key")
+    p = flow.process(Server)
+    p.keyed_source("in", object, int).demux_by_key(flow.cluster(Workers)).entries().sink("out")
+
+    def scenario(s: Any) -> None:
+        s.sender("in").send((frozenset({1}), 1))
+        s.receiver("out", member=0).collect()
+
+    with pytest.raises(UserFunctionError, match=r"demux_by_key\(\) cannot route a key of type frozenset") as info:
+        SparkHarness(flow.finalize(), spark, str(tmp_path), cluster_sizes={"Workers": 2}).run(scenario)
+    assert "demux_by_key" in str(info.value) and "map() the key" in str(info.value)

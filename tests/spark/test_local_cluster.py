@@ -142,7 +142,7 @@ ALL_PROGRAMS = [
     Program("kvstore", example("kvstore"), KV_FEEDS),
     Program("bank", example("bank"), BANK_FEEDS),
     Program("user_kv", user_program, KV_FEEDS),
-    Program("sharded_kvstore", example("sharded_kvstore"), KV_FEEDS, ("--cluster-members", "Shard=2")),
+    Program("sharded_kvstore", example("sharded_kvstore"), KV_FEEDS, ("--cluster-members", "Shard=3")),
 ]
 #: the default run (see the module's docstring); HYDROLITE_LOCAL_CLUSTER=all runs every example
 EVERY = os.environ.get("HYDROLITE_LOCAL_CLUSTER", "") == "all"

@@ -17,7 +17,8 @@ run together in one micro-batch (members are asynchronous: that is one legal sch
 a member that had nothing new in a batch produces no element, as in the model where it
 does not run. Network sends become re-keyings (`n.Send` stays, the identity on Spark):
 `broadcast` pairs each element with every member, `demux` routes `(member, x)` to that
-member (a member out of range fails the batch with the simulator's message), and a send
+member (a member out of range fails the batch with the simulator's message),
+`demux_by_key` keys each `(k, v)` by `(owner of k, k)` (`locations.sharding`), and a send
 from a cluster is keyed by `MemberId(sender)`, as in the simulator.
 
 What has no exact lifted form (a singleton's value read when a member may not have run:
@@ -52,6 +53,8 @@ from .cluster_fns import (
     EveryoneFrom,
     Fill,
     MemberFirst,
+    Owner,
+    OwnerFrom,
     Route,
     RouteFrom,
     const,
@@ -277,6 +280,13 @@ class _Lifter:
             )
             return self.rekeyed(node, sent, MemberId, elem)
         size = self.size_of(node.dest)
+        if node.mode is n.SendMode.BY_KEY:  # (k, v) -> ((owner of k, k), v): a keyed stream on the cluster
+            owned = _tuple_of(int, node.meta.key)
+            owner = OwnerFrom(size) if from_cluster else Owner(size)
+            pairs = self.mapped(node, self.entries(node, c), owner, _tuple_of(owned, elem))
+            meta = pairs.meta.but(loc=dest, bounded=False, ordered=node.meta.ordered)
+            sent = self.mk(n.Send, node, meta, input=pairs, dest=dest, mode=n.SendMode.DIRECT)
+            return self.rekeyed(node, sent, owned, elem)
         demux = node.mode is n.SendMode.DEMUX
         if from_cluster:
             key: Any = _tuple_of(int, MemberId)

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from ...ir import nodes as n
 from ...locations.locations import MemberId
+from ...locations.sharding import member_of_key
 
 
 class Empty:
@@ -78,6 +79,27 @@ class Route:
 
     def __call__(self, x: Any) -> tuple[int, Any]:
         return self.index(x), x[1]
+
+
+@dataclass(frozen=True)
+class Owner:
+    """`demux_by_key()` from a process: (k, v) -> ((member owning k, k), v), as the simulator routes."""
+
+    size: int
+
+    def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:
+        return (member_of_key(e[0], self.size), e[0]), e[1]
+
+
+@dataclass(frozen=True)
+class OwnerFrom:
+    """`demux_by_key()` from a cluster: ((sender, k), v) -> ((member owning k, k), v)."""
+
+    size: int
+
+    def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:
+        k = e[0][1]
+        return (member_of_key(k, self.size), k), e[1]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""Which member of a cluster owns a key: `KeyedStream.demux_by_key`'s routing.
+
+The simulator and Spark (the driver and every Python worker on every executor) must route a
+key to the same member, run after run, so Python's `hash()` will not do (salted per process
+for strings). A key is encoded to bytes canonically — its type tag and value, tuples and
+frozen dataclasses field by field — and the member is a 64-bit BLAKE2b digest of those bytes
+modulo the number of members. Keys of any other type fail with a message saying which types
+route the same everywhere.
+
+>>> member_of_key("apple", 3), member_of_key("apple", 3) == member_of_key("apple", 3)
+(2, True)
+>>> member_of_key(("user", 7), 4)
+0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+from typing import Any
+
+from .locations import MemberId
+
+KEY_TYPES = "ints, strs, bytes, floats, bools, None, MemberIds, enums, and tuples or frozen dataclasses of those"
+
+
+def key_bytes(key: Any) -> bytes:
+    """The canonical encoding of a key (the same in every process and Python run)."""
+    out = bytearray()
+    _encode(key, out)
+    return bytes(out)
+
+
+def _encode(x: Any, out: bytearray) -> None:
+    def put(tag: bytes, data: bytes) -> None:  # tag, length, data: no two keys share an encoding
+        out.extend(tag + len(data).to_bytes(4, "big") + data)
+
+    if x is None:
+        put(b"N", b"")
+    elif isinstance(x, bool):  # before int: True is an int
+        put(b"B", b"1" if x else b"0")
+    elif isinstance(x, enum.Enum):
+        put(b"E", f"{type(x).__module__}.{type(x).__qualname__}.{x.name}".encode())
+    elif isinstance(x, int):
+        put(b"I", str(x).encode())
+    elif isinstance(x, float):
+        put(b"F", repr(x).encode())
+    elif isinstance(x, str):
+        put(b"S", x.encode("utf-8", "surrogatepass"))
+    elif isinstance(x, bytes):
+        put(b"Y", x)
+    elif isinstance(x, MemberId):
+        put(b"M", str(x.raw).encode())
+    elif isinstance(x, tuple):
+        inner = bytearray()
+        for item in x:
+            _encode(item, inner)
+        put(b"T", bytes(inner))
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type) and type(x).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        inner = bytearray(f"{type(x).__module__}.{type(x).__qualname__}".encode())
+        for f in dataclasses.fields(x):
+            _encode(getattr(x, f.name), inner)
+        put(b"D", bytes(inner))
+    else:
+        raise TypeError(
+            f"demux_by_key() cannot route a key of type {type(x).__name__} ({x!r}): a key must encode the same "
+            f"in every process, so it must be one of {KEY_TYPES}; map() the key to one of those first"
+        )
+
+
+def member_of_key(key: Any, members: int) -> int:
+    """The index (0 .. members-1) of the member that owns `key` in a cluster of `members`."""
+    if members < 1:
+        raise ValueError(f"a cluster needs at least one member to route key {key!r} to, found {members}")
+    digest = hashlib.blake2b(key_bytes(key), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % members
