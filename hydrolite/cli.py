@@ -147,13 +147,13 @@ def _cluster_sizes(items: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def _cluster_members_option(p: argparse.ArgumentParser) -> None:
+def _cluster_members_option(p: argparse.ArgumentParser, default: str = "2 per cluster, as the simulator") -> None:
     p.add_argument(
         "--cluster-members",
         action="append",
         default=[],
         metavar="TAG=N",
-        help="members of the cluster whose tag class is TAG (repeatable; default 2 per cluster, as the simulator)",
+        help=f"members of the cluster whose tag class is TAG (repeatable; default {default})",
     )
 
 
@@ -395,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a sink's outputs are (default: as recorded by the run)",
     )
     verify.add_argument("--master", help="Spark master URL used to read files back (default local[*])")
-    _cluster_members_option(verify)
+    _cluster_members_option(verify, "the members the run had, from its checkpoint")
     verify.set_defaults(fn=cmd_verify_run)
 
     init = sub.add_parser("init", help="create a new project: a program, a simulator test, pytest, mypy, pre-commit")

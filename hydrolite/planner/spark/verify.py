@@ -334,12 +334,12 @@ def verify_run(
     outputs: Mapping[str, str] | None = None,
     cluster_sizes: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Verify a run from its checkpoint: port bindings default to those the run recorded
-    (`cluster_sizes`: the members the run had, as given to it)."""
+    """Verify a run from its checkpoint: port bindings and clusters' member counts default to
+    those the run recorded (`cluster_sizes` overrides the latter; a different count is refused)."""
     from .ports import parse_input, parse_output
-    from .upgrade import reconcile
+    from .upgrade import reconcile, recorded_members
 
-    plan = plan_flow(flow, cluster_sizes)
+    plan = plan_flow(flow, cluster_sizes or recorded_members(checkpoint) or None)
     _place_as_recorded(plan, checkpoint)
     recon = reconcile(plan, checkpoint)  # the run's query directories and state keys
     if recon.refused:
