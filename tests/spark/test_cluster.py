@@ -23,7 +23,10 @@ from tests.differential.harness_cluster import verify_cluster_run
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+ON_SPARK = [c for c in CASES if c.on_spark]
+
+
+@pytest.mark.parametrize("case", ON_SPARK, ids=[c.name for c in ON_SPARK])
 def test_cluster_program_on_spark(case: Case, spark: SparkSession, tmp_path: Path) -> None:
     case.simulate(Simulator(case.build(), cluster_sizes=case.sizes), case.scenario)  # the reference
     h = SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes=case.sizes)
