@@ -18,9 +18,11 @@ from hydrolite.sim import Simulator
 from . import Case, Harness, Scenario
 from .cases import CASES
 
-#: node classes no case exercises, with the reason (none today). Not in the matrix although
-#: their classes are: Send's cluster modes (broadcast, demux, cluster -> process), which Spark
-#: refuses (cluster locations); the simulator tests them in tests/sim/test_network.py.
+#: node classes no case exercises, with the reason (none today). Send's cluster modes
+#: (broadcast, demux, demux_by_key, cluster -> process) need a cluster and its member counts,
+#: which this matrix's harness does not take: tests/cluster_programs.py holds their cases, run
+#: on the simulator and on Spark by tests/spark/test_cluster.py, and generated cluster programs
+#: use them in tests/differential/test_cluster_programs.py.
 EXCLUDED: dict[type[n.Node], str] = {}
 
 
