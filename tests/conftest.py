@@ -32,19 +32,3 @@ def spark() -> Iterator[SparkSession]:
     session = spark_session("local[2]", conf, app_name="hydrolite-tests")
     yield session
     session.stop()
-
-
-# The directories whose files run longest (real Spark: seconds to two minutes per file) first.
-# pytest-xdist (`--dist loadfile`) hands out files in collection order as workers free up, so
-# the many short simulator, IR and linter files come last and fill the workers' ends evenly,
-# instead of one worker finishing a long Spark file while the other idles.
-LONG_FIRST = ("spark", "differential", "matrix")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        parts = item.path.relative_to(config.rootpath).parts
-        folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
-        return LONG_FIRST.index(folder) if folder in LONG_FIRST else len(LONG_FIRST)
-
-    items.sort(key=rank)  # stable: each file keeps its tests' order
