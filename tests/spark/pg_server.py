@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -34,10 +35,24 @@ def pg_bin() -> str:
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A free port below the kernel's ephemeral range: the OS never hands it to another
+    process's outgoing connection or `bind(0)` (Spark and Py4J open many), so it stays free
+    between this check and the server's bind, unlike a port `bind(0)` returned."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            ephemeral_low = int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, ephemeral_low - 12000), ephemeral_low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port found below the ephemeral range (from {ephemeral_low})")
 
 
 def _as_owner(cmd: list[str]) -> list[str]:
@@ -60,16 +75,21 @@ def postgres_server() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(root, "postgres")
         shutil.chown(sockets, "postgres")
-    port = free_port()
     initdb = [os.path.join(bin_dir, "initdb"), "-D", data, "-U", "hydrolite", "-A", "trust", "--no-sync"]
     _run([*initdb, "-E", "UTF8", "--locale=C.UTF-8"], "initdb")
-    server_opts = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
     pg_ctl = os.path.join(bin_dir, "pg_ctl")
-    try:
-        _run([pg_ctl, "-D", data, "-o", server_opts, "-l", log, "-w", "-t", "60", "start"], "pg_ctl start")
-    except RuntimeError as exc:
-        with open(log) as fh:
-            raise RuntimeError(f"{exc}\nserver log:\n{fh.read()[-3000:]}") from exc
+    for attempt in range(1, 4):  # another program may still take the port first: try another one
+        port = free_port()
+        server_opts = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        try:
+            _run([pg_ctl, "-D", data, "-o", server_opts, "-l", log, "-w", "-t", "60", "start"], "pg_ctl start")
+            break
+        except RuntimeError as exc:
+            with open(log) as fh:
+                server_log = fh.read()
+            if "Address already in use" in server_log and attempt < 3:
+                continue
+            raise RuntimeError(f"{exc}\nserver log:\n{server_log[-3000:]}") from exc
     try:
         yield f"postgresql://hydrolite@127.0.0.1:{port}/postgres"
     finally:
