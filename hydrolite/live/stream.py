@@ -510,7 +510,8 @@ class Stream(TimeOps, Generic[T_co, L, B, O]):
         self: Stream[tuple[MemberId[Tag2], U], Cluster[Tag], B, O], dest: Cluster[Tag2]
     ) -> KeyedStream[MemberId[Tag], U, Cluster[Tag2], Unbounded, O]: ...
     def demux(self, dest: Cluster[Any]) -> Any:
-        """Send each (member_id, x) element's x to that member only.
+        """Send each (member_id, x) element's x to that member only (to shard by a key whatever
+        the member count, key the stream and use `KeyedStream.demux_by_key`).
 
         >>> from hydrolite import MemberId
         >>> routed = server.source("xs", str).map(lambda s: (MemberId(len(s) % 2), s))
