@@ -32,41 +32,47 @@ def key_bytes(key: Any) -> bytes:
     return bytes(out)
 
 
-def _encode(x: Any, out: bytearray) -> None:
-    def put(tag: bytes, data: bytes) -> None:  # tag, length, data: no two keys share an encoding
-        out.extend(tag + len(data).to_bytes(4, "big") + data)
+def _put(out: bytearray, tag: bytes, data: bytes) -> None:
+    """Tag, length, data: no two keys share an encoding."""
+    out += tag
+    out += len(data).to_bytes(4, "big")
+    out += data
 
+
+def _encode(x: Any, out: bytearray) -> None:
     if x is None:
-        put(b"N", b"")
+        _put(out, b"N", b"")
     elif isinstance(x, bool):  # before int: True is an int
-        put(b"B", b"1" if x else b"0")
+        _put(out, b"B", b"1" if x else b"0")
     elif isinstance(x, enum.Enum):
-        put(b"E", f"{type(x).__module__}.{type(x).__qualname__}.{x.name}".encode())
+        _put(out, b"E", f"{type(x).__module__}.{type(x).__qualname__}.{x.name}".encode())
     elif isinstance(x, int):
-        put(b"I", str(x).encode())
+        _put(out, b"I", str(x).encode())
     elif isinstance(x, float):
-        put(b"F", repr(x).encode())
+        _put(out, b"F", repr(x).encode())
     elif isinstance(x, str):
-        put(b"S", x.encode("utf-8", "surrogatepass"))
+        _put(out, b"S", x.encode("utf-8", "surrogatepass"))
     elif isinstance(x, bytes):
-        put(b"Y", x)
+        _put(out, b"Y", x)
     elif isinstance(x, MemberId):
-        put(b"M", str(x.raw).encode())
+        _put(out, b"M", str(x.raw).encode())
     elif isinstance(x, tuple):
-        inner = bytearray()
-        for item in x:
-            _encode(item, inner)
-        put(b"T", bytes(inner))
+        _put(out, b"T", _encode_all(b"", x))
     elif dataclasses.is_dataclass(x) and not isinstance(x, type) and type(x).__dataclass_params__.frozen:  # type: ignore[attr-defined]
-        inner = bytearray(f"{type(x).__module__}.{type(x).__qualname__}".encode())
-        for f in dataclasses.fields(x):
-            _encode(getattr(x, f.name), inner)
-        put(b"D", bytes(inner))
+        name = f"{type(x).__module__}.{type(x).__qualname__}".encode()
+        _put(out, b"D", _encode_all(name, [getattr(x, f.name) for f in dataclasses.fields(x)]))
     else:
         raise TypeError(
             f"demux_by_key() cannot route a key of type {type(x).__name__} ({x!r}): a key must encode the same "
             f"in every process, so it must be one of {KEY_TYPES}; map() the key to one of those first"
         )
+
+
+def _encode_all(head: bytes, items: Any) -> bytes:
+    out = bytearray(head)
+    for item in items:
+        _encode(item, out)
+    return bytes(out)
 
 
 def member_of_key(key: Any, members: int) -> int:

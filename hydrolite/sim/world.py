@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..ir.roles import Role
 from ..locations.locations import MemberId
+from ..locations.sharding import member_of_key
 from .actions import Action, ChannelKey, Deliver, RunTick, table_of
 from .asynchrony import EdgeBufferOp
 from .errors import ExplorationLimit, Pruned, SimUsageError
@@ -188,7 +189,6 @@ class World:
 
     def _route(self, op: SendOp, p: int, x: Any) -> list[tuple[int, Any]]:
         from ..ir.nodes import SendMode
-        from ..locations.sharding import member_of_key
 
         member = self.prog.places[p].member
         dests = self.prog.places_at(op.dest)
@@ -206,7 +206,7 @@ class World:
             try:
                 i = member_of_key(x[0], len(dests))
             except TypeError as exc:
-                raise op.fail(self, x, exc) from None
+                raise op.fail(self, x, exc) from exc
             return [(dests[i], x)]
         return [(d, wrap(x)) for d in dests]
 
