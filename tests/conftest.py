@@ -4,6 +4,7 @@ session (local mode, 2 shuffle partitions, no UI), created only when a test asks
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,23 @@ pytest_plugins = ["hydrolite.sim.pytest_plugin", "pytester"]
 # (tests/spark/test_cluster.py: 93 s instead of 111 s on 2 cores). Semantics do not change.
 # Spark's launcher adds SPARK_SUBMIT_OPTS to the driver's command line.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When Spark tests were selected, every JVM started from here on maps the classes of a
+    class-data-sharing archive (tests/jvm_archive.py: halves a SparkSession's start)."""
+    opts = os.environ["SPARK_SUBMIT_OPTS"]
+    if "SharedArchiveFile" in opts or not any(item.get_closest_marker("spark") for item in session.items):
+        return
+    from jvm_archive import start  # tests/ is on sys.path (rootdir conftest)
+
+    cache = session.config.cache
+    assert cache is not None
+    archive, why = start(cache.mkdir("hydrolite-jvm"), opts)
+    if archive is None:
+        warnings.warn(f"Spark JVMs start without a class archive: {why}", pytest.PytestWarning, stacklevel=1)
+        return
+    os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} -XX:SharedArchiveFile={archive}"
 
 
 @pytest.fixture(scope="session")

@@ -52,8 +52,14 @@ MODES = ("executors", "driver")
 CLUSTER_TIMEOUT_S = 600  # the whole subprocess: JVM, two executor JVMs, every run
 # The executor JVMs get the test JVMs' JIT and GC flags (tests/conftest.py gives them to the
 # driver through SPARK_SUBMIT_OPTS, which executors do not read): C1 only and one GC thread,
-# as their lives are short and three JVMs share the machine's cores. Semantics do not change.
-EXECUTOR_JVM = "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# as their lives are short and three JVMs share the machine's cores; and the class archive the
+# driver maps (tests/jvm_archive.py), when there is one. Semantics do not change.
+EXECUTOR_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def executor_jvm() -> str:
+    archive = [o for o in os.environ.get("SPARK_SUBMIT_OPTS", "").split() if o.startswith("-XX:SharedArchiveFile=")]
+    return "spark.executor.extraJavaOptions=" + " ".join([EXECUTOR_JVM, *archive])
 
 
 @dataclass(frozen=True)
@@ -195,7 +201,7 @@ def cli_args(prog: Program, path: Path, d: Path, master: str, mode: str) -> list
     args = ["run", str(path), "--master", master, "--keyed-state", mode, "--once", "--progress", "lines"]
     args += ["--checkpoint", str(d / "ck"), "--conf", "spark.sql.shuffle.partitions=2", *prog.options]
     if master == MASTER:
-        args += ["--conf", EXECUTOR_JVM]
+        args += ["--conf", executor_jvm()]
     for port, spec in inputs.items():
         args += ["--input", f"{port}={spec}"]
     for port, spec in outputs.items():
