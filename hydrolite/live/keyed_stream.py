@@ -364,8 +364,8 @@ class KeyedStream(TimeOps, Generic[K, V, L, B, O]):
         order (NoOrder).
 
         >>> ks = server.keyed_source("k", str, int)
-        >>> run(ks.demux_by_key(workers), k=[("a", 1), ("b", 2), ("a", 3), ("c", 4)])  # member -> its keys
-        {0: [('a', 1), ('a', 3), ('c', 4)], 1: [('b', 2)]}
+        >>> run(ks.demux_by_key(workers), k=[("a", 1), ("f", 2), ("a", 3), ("g", 4)])  # member -> its keys
+        {0: [('f', 2), ('g', 4)], 1: [('a', 1), ('a', 3)]}
         """
         dest = self._need_destination(dest, "demux_by_key()", Cluster, rules.FIX_KEYED_SEND_TOP)
         meta = self._meta.but(loc=dest.id, bounded=False)

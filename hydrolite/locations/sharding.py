@@ -3,14 +3,16 @@
 The simulator and Spark (the driver and every Python worker on every executor) must route a
 key to the same member, run after run, so Python's `hash()` will not do (salted per process
 for strings). A key is encoded to bytes canonically — its type tag and value, tuples and
-frozen dataclasses field by field — and the member is a 64-bit BLAKE2b digest of those bytes
-modulo the number of members. Keys of any other type fail with a message saying which types
-route the same everywhere.
+frozen dataclasses field by field — and the member is the first 60 bits of the SHA-256
+digest of those bytes, modulo the number of members. Spark computes the same with its own
+functions for the common key types (`planner/spark/routing.py`), so routing needs no Python
+worker there. Keys of any other type fail with a message saying which types route the same
+everywhere.
 
 >>> member_of_key("apple", 3), member_of_key("apple", 3) == member_of_key("apple", 3)
-(2, True)
+(0, True)
 >>> member_of_key(("user", 7), 4)
-0
+3
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from typing import Any
 
 from .locations import MemberId
 
+#: how many hex digits of the SHA-256 digest make the route (60 bits: a Spark long, and
+#: what `conv(substr(sha2(bytes, 256), 1, 15), 16, 10)` reads there)
+HASH_HEX_DIGITS = 15
 KEY_TYPES = "ints, strs, bytes, floats, bools, None, MemberIds, enums, and tuples or frozen dataclasses of those"
 
 
@@ -79,5 +84,5 @@ def member_of_key(key: Any, members: int) -> int:
     """The index (0 .. members-1) of the member that owns `key` in a cluster of `members`."""
     if members < 1:
         raise ValueError(f"a cluster needs at least one member to route key {key!r} to, found {members}")
-    digest = hashlib.blake2b(key_bytes(key), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % members
+    digest = hashlib.sha256(key_bytes(key)).hexdigest()
+    return int(digest[:HASH_HEX_DIGITS], 16) % members

@@ -31,6 +31,9 @@ def test_cluster_program_on_spark(case: Case, spark: SparkSession, tmp_path: Pat
     case.simulate(Simulator(case.build(), cluster_sizes=case.sizes), case.scenario)  # the reference
     h = SparkHarness(case.build(), spark, str(tmp_path), cluster_sizes=case.sizes)
     h.run(case.scenario)
+    # demux_by_key() of int / str keys routes as a Spark expression (planner/spark/routing.py)
+    paths = {k: v for s in h.runner.stages for k, v in s.progress.fn_paths.items()}
+    assert all(v == "native" for k, v in paths.items() if k.startswith("demux_by_key()")), paths
     # every batch of the run, replayed in the simulator: on the lifted flow and on the cluster
     # program itself (each member its own place, all members running in every batch)
     lifted, original = verify_cluster_run(h, h.flow, case.sizes)

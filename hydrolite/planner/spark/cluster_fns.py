@@ -6,13 +6,16 @@ to native Column expressions (`lambdas.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ...ir import nodes as n
 from ...locations.locations import MemberId
 from ...locations.sharding import member_of_key
+
+if TYPE_CHECKING:
+    from .lambdas import TExpr
 
 
 class Empty:
@@ -90,6 +93,12 @@ class Owner:
     def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:
         return (member_of_key(e[0], self.size), e[0]), e[1]
 
+    def spark_column(self, args: Sequence[TExpr]) -> TExpr:
+        """The same, natively, for the key types `routing.py` encodes (`lambdas.translate`)."""
+        from .routing import owner_column
+
+        return owner_column(args, self.size, from_cluster=False)
+
 
 @dataclass(frozen=True)
 class OwnerFrom:
@@ -100,6 +109,11 @@ class OwnerFrom:
     def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:
         k = e[0][1]
         return (member_of_key(k, self.size), k), e[1]
+
+    def spark_column(self, args: Sequence[TExpr]) -> TExpr:
+        from .routing import owner_column
+
+        return owner_column(args, self.size, from_cluster=True)
 
 
 @dataclass(frozen=True)

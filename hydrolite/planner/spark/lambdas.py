@@ -46,7 +46,12 @@ class TExpr:
 
 
 def translate(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
-    """`f(*args)` as a Column expression, or raise NotTranslatable."""
+    """`f(*args)` as a Column expression, or raise NotTranslatable. A callable object of
+    hydrolite's own may translate itself (`spark_column(args)`, e.g. `cluster_fns.Owner`)."""
+    own = getattr(f, "spark_column", None)
+    if own is not None:
+        result: TExpr = own(args)
+        return result
     fa = function_ast(f)
     if fa is None:
         raise NotTranslatable("the function's source is not available as one expression")
