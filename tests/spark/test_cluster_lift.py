@@ -165,3 +165,28 @@ def test_resuming_with_another_member_count_is_refused(tmp_path: Any) -> None:
     text = other.render()
     assert "cluster Workers: the checkpoint was written with 3 members and this run has 2" in text
     assert "--cluster-members Workers=3" in text
+
+
+def test_resuming_keys_routed_by_another_hash_is_refused(tmp_path: Any) -> None:
+    """A record of the BLAKE2b route (no `key_routing`: hydrolite before SHA-256) would put each
+    key's state on another member: refused for a program routing by key, not for others."""
+    import json
+
+    from hydrolite.planner.spark.upgrade import PLAN_FILE, Reconciliation, reconcile, write_record
+
+    sharded = next(c for c in CASES if c.name == "sharded_by_key")
+    record = Reconciliation(plan_flow(sharded.build(), sharded.sizes), str(tmp_path)).record()
+    write_record(str(tmp_path), record)
+    assert not reconcile(plan_flow(sharded.build(), sharded.sizes), str(tmp_path)).refused
+    del record["key_routing"]
+    write_record(str(tmp_path), record)
+    old = reconcile(plan_flow(sharded.build(), sharded.sizes), str(tmp_path))
+    assert old.refused
+    assert "demux_by_key(): the checkpoint's keys were routed to members by hydrolite before" in old.render()
+    assert "start a new --checkpoint" in old.render()
+    broadcast = next(c for c in CASES if c.name == "broadcast_count")  # no demux_by_key(): nothing routed by key
+    record = Reconciliation(plan_flow(broadcast.build(), broadcast.sizes), str(tmp_path)).record()
+    del record["key_routing"]
+    write_record(str(tmp_path), record)
+    assert not reconcile(plan_flow(broadcast.build(), broadcast.sizes), str(tmp_path)).refused
+    assert json.loads((tmp_path / PLAN_FILE).read_text())["clusters"] == broadcast.sizes

@@ -53,6 +53,11 @@ RECORD_VERSION = 1
 KEYED_OPERATOR = "transformWithState"
 #: what records without the field used (hydrolite before the Row-based operator)
 LEGACY_KEYED_OPERATOR = "transformWithStateInPandas"
+#: how `demux_by_key()` picks a key's member (`locations.sharding.member_of_key`), recorded in
+#: every plan record: a record without it was written before the route became SHA-256 (it
+#: was BLAKE2b), and resuming its routed state with another route would find each key's
+#: state on another member
+KEY_ROUTING = "sha256-60"
 
 
 class PlanChangedError(HydroliteError, RuntimeError):
@@ -237,6 +242,7 @@ class Reconciliation:
             "resets": self.resets,
             "queries": queries,
             "clusters": dict(sorted(self.plan.cluster_members.items())),
+            "key_routing": KEY_ROUTING,
         }
 
 
@@ -269,6 +275,7 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
     old, recon.resets = found
     recon.fresh = False
     _compare_members(recon, plan)
+    _compare_routing(recon, plan)
     used = set(reset)
     pairs = _pair_queries(plan, old, recon.checkpoint)
     taken = {q for q in pairs.values()}
@@ -325,6 +332,36 @@ def _compare_members(recon: Reconciliation, plan: Plan) -> None:
                 f"kept per member index, so members would start from other members' state"
             )
             recon.fixes.append(f"resume with --cluster-members {tag}={was}, or start a new --checkpoint")
+
+
+def routes_by_key(plan: Plan) -> bool:
+    """Whether the program sends by key (`demux_by_key()`; lifted: a map to the key's owner)."""
+    from .cluster_fns import Owner, OwnerFrom
+
+    return any(
+        (isinstance(x, n.Send) and x.mode is n.SendMode.BY_KEY) or isinstance(getattr(x, "f", None), (Owner, OwnerFrom))
+        for x in plan.flow.nodes()
+    )
+
+
+def _compare_routing(recon: Reconciliation, plan: Plan) -> None:
+    """Refuse resuming keys routed by another hash (see KEY_ROUTING)."""
+    with open(os.path.join(recon.checkpoint, PLAN_FILE)) as fh:
+        data = json.load(fh)
+    was = data.get("key_routing")
+    if was == KEY_ROUTING or not routes_by_key(plan) or (was is None and not data.get("clusters")):
+        return
+    how = (
+        f"by {was}" if was else "by hydrolite before 2026-11-26 (a BLAKE2b digest), if its program used demux_by_key()"
+    )
+    recon.refusals.append(
+        f"demux_by_key(): the checkpoint's keys were routed to members {how}, this version routes them by "
+        f"{KEY_ROUTING}; each key's state and values would be looked for on another member"
+    )
+    recon.fixes.append(
+        "resume it with the hydrolite version that wrote it, or start a new --checkpoint (also if the program "
+        "that wrote it had no demux_by_key(): its record cannot tell)"
+    )
 
 
 def _known(name: str, plan: Plan, old: dict[str, QueryRecord]) -> bool:
