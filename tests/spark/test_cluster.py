@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import MemberId
+from hydrolite.ir import nodes as n
 from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.sim import Simulator
@@ -33,7 +34,9 @@ def test_cluster_program_on_spark(case: Case, spark: SparkSession, tmp_path: Pat
     h.run(case.scenario)
     # demux_by_key() of int / str keys routes as a Spark expression (planner/spark/routing.py)
     paths = {k: v for s in h.runner.stages for k, v in s.progress.fn_paths.items()}
-    assert all(v == "native" for k, v in paths.items() if k.startswith("demux_by_key()")), paths
+    routes = {k: v for k, v in paths.items() if k.startswith("demux_by_key()")}
+    by_key = any(isinstance(x, n.Send) and x.mode is n.SendMode.BY_KEY for x in case.build().nodes())
+    assert bool(routes) == by_key and set(routes.values()) <= {"native"}, paths
     # every batch of the run, replayed in the simulator: on the lifted flow and on the cluster
     # program itself (each member its own place, all members running in every batch)
     lifted, original = verify_cluster_run(h, h.flow, case.sizes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ...ir import nodes as n
 from ...locations.locations import MemberId
@@ -88,6 +88,7 @@ class Route:
 class Owner:
     """`demux_by_key()` from a process: (k, v) -> ((member owning k, k), v), as the simulator routes."""
 
+    hydrolite_op: ClassVar[str] = "demux_by_key"  # the name the run's function paths show (`BatchCtx.note_fn`)
     size: int
 
     def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:
@@ -104,6 +105,7 @@ class Owner:
 class OwnerFrom:
     """`demux_by_key()` from a cluster: ((sender, k), v) -> ((member owning k, k), v)."""
 
+    hydrolite_op: ClassVar[str] = "demux_by_key"
     size: int
 
     def __call__(self, e: Any) -> tuple[tuple[int, Any], Any]:

@@ -92,7 +92,10 @@ class BatchCtx:
             raise self.site(node).fail(args[0] if len(args) == 1 else args, exc) from exc
 
     def note_fn(self, node: n.Node, path: str) -> None:
-        self.fn_paths[f"{node.op}() {site_of(node)}"] = path
+        """Record how the node's function ran ("native" / "arrow (why)"), under the user's
+        operator: a helper node of a pass names it (`hydrolite_op` of its function)."""
+        op = getattr(getattr(node, "f", None), "hydrolite_op", node.op)
+        self.fn_paths[f"{op}() {site_of(node)}"] = path
 
 
 #: nodes evaluated for their effect on the batch, whether or not a value of theirs is read:
