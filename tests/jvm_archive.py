@@ -11,7 +11,7 @@ one JVM per xdist worker and one per CLI run, notebook kernel and local-cluster 
 
 The archive is made once per machine and key (the JVM's version, pyspark's version and
 jars, the JIT and GC flags), under pytest's cache directory, by a detached process running
-the counter example through the CLI (about a minute, beside the first tests; JVMs started
+the counter example through the CLI (about two minutes, beside the first tests; JVMs started
 before it is in place run without it). A JVM whose version or class path does not match
 the archive does not use it (Java's default `-Xshare:auto`, silent), so a foreign archive
 costs time, never correctness: the classes are the same, only where they are read from

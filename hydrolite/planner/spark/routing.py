@@ -19,10 +19,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ...locations.sharding import HASH_HEX_DIGITS
-from .lambdas import NotTranslatable, TExpr
+from .lambdas import INT, NotTranslatable, TExpr
 from .types import HType, NoneT, Prim, TupleT
-
-INT = Prim(int)
 
 
 def _const(b: bytes) -> Column:

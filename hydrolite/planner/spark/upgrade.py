@@ -274,8 +274,9 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
         return recon
     old, recon.resets = found
     recon.fresh = False
-    _compare_members(recon, plan)
-    _compare_routing(recon, plan)
+    data = _record_data(recon.checkpoint)
+    _compare_members(recon, plan, data)
+    _compare_routing(recon, plan, data)
     used = set(reset)
     pairs = _pair_queries(plan, old, recon.checkpoint)
     taken = {q for q in pairs.values()}
@@ -313,17 +314,25 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
     return recon
 
 
+def _record_data(checkpoint: str) -> dict[str, Any]:
+    with open(os.path.join(checkpoint, PLAN_FILE)) as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
 def recorded_members(checkpoint: str) -> dict[str, int]:
     """Members per cluster tag the checkpoint's runs had (empty for records before clusters)."""
-    with open(os.path.join(checkpoint, PLAN_FILE)) as fh:
-        data = json.load(fh)
+    return _members_of(_record_data(checkpoint))
+
+
+def _members_of(data: dict[str, Any]) -> dict[str, int]:
     return {str(k): int(v) for k, v in dict(data.get("clusters", {})).items()}
 
 
-def _compare_members(recon: Reconciliation, plan: Plan) -> None:
+def _compare_members(recon: Reconciliation, plan: Plan, data: dict[str, Any]) -> None:
     """Refuse resuming with a different number of members: state is keyed by member index and
     routed by it (`demux`), so each member would inherit another's state."""
-    before = recorded_members(recon.checkpoint)
+    before = _members_of(data)
     for tag in sorted(set(before) | set(plan.cluster_members)):
         was, now = before.get(tag), plan.cluster_members.get(tag)
         if was is not None and now is not None and was != now:
@@ -335,19 +344,15 @@ def _compare_members(recon: Reconciliation, plan: Plan) -> None:
 
 
 def routes_by_key(plan: Plan) -> bool:
-    """Whether the program sends by key (`demux_by_key()`; lifted: a map to the key's owner)."""
+    """Whether the program sends by key: `demux_by_key()` targets a cluster, so the planned
+    (lifted) flow has it as a map to the key's owner (`cluster_fns.Owner` / `OwnerFrom`)."""
     from .cluster_fns import Owner, OwnerFrom
 
-    return any(
-        (isinstance(x, n.Send) and x.mode is n.SendMode.BY_KEY) or isinstance(getattr(x, "f", None), (Owner, OwnerFrom))
-        for x in plan.flow.nodes()
-    )
+    return any(isinstance(getattr(x, "f", None), (Owner, OwnerFrom)) for x in plan.flow.nodes())
 
 
-def _compare_routing(recon: Reconciliation, plan: Plan) -> None:
+def _compare_routing(recon: Reconciliation, plan: Plan, data: dict[str, Any]) -> None:
     """Refuse resuming keys routed by another hash (see KEY_ROUTING)."""
-    with open(os.path.join(recon.checkpoint, PLAN_FILE)) as fh:
-        data = json.load(fh)
     was = data.get("key_routing")
     if was == KEY_ROUTING or not routes_by_key(plan) or (was is None and not data.get("clusters")):
         return
