@@ -32,9 +32,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from jvm_archive import start  # tests/ is on sys.path (rootdir conftest)
 
-    cache = session.config.cache
-    assert cache is not None
-    archive, why = start(cache.mkdir("hydrolite-jvm"), opts)
+    cache = getattr(session.config, "cache", None)
+    if cache is None:  # `-p no:cacheprovider`: no place to keep the archive
+        archive, why = None, "pytest's cache is turned off (-p no:cacheprovider)"
+    else:
+        archive, why = start(cache.mkdir("hydrolite-jvm"), opts)
     if archive is None:
         warnings.warn(f"Spark JVMs start without a class archive: {why}", pytest.PytestWarning, stacklevel=1)
         return
