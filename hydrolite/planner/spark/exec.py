@@ -61,6 +61,8 @@ class BatchCtx:
     after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
     natives: list[tuple[Any, SFrame]] = field(default_factory=list)  # translated functions and their inputs
     elsewhere: set[int] = field(default_factory=set)  # nodes evaluated on the executors (keyed_state.py)
+    #: a native `unique()` / `keys()` -> its elements' counts over all batches (`NativeAggregations.seen`)
+    native_seen: dict[int, Any] = field(default_factory=dict)
     live: set[int] | None = None  # the nodes a batch must evaluate (`live_nodes`); None: all
     _fresh: itertools.count[int] = field(default_factory=itertools.count)
 

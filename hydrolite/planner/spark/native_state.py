@@ -82,7 +82,17 @@ class NativeState:
     lookups: tuple[n.KeyedLookup, ...]
     algebra: Algebra
     vt: HType  # the input's element type
-    kt: HType  # its key type
+    kt: HType  # its key type (a `unique()`'s: the type it groups by)
+    #: the input's payload fields grouped by: ("k",) for a keyed aggregate and for `keys()`;
+    #: ("v",) / ("k", "v") for a `unique()` of a stream / of a keyed stream
+    by: tuple[str, ...] = ("k",)
+
+    @property
+    def occurrences(self) -> bool:
+        """Whether this counts occurrences for a top-level `unique()` / `keys()` (its rows are
+        not a keyed state's values: the operator's handler compares them with the batch's own
+        counts, `ops_state.unique_native`)."""
+        return isinstance(self.node, (n.Unique, n.Keys))
 
 
 def _strip(x: n.Node) -> n.Node:
@@ -225,7 +235,42 @@ def native_of(
     return NativeState(node, src, tuple(lookups), alg, vt, kt)
 
 
+def native_unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
+    """The native form of a top-level `unique()` (elements never seen in an earlier batch) or
+    of the stateful `keys()` of a keyed stream (keys never seen before), or why it has none.
+
+    Spark counts each element's occurrences over all batches (`groupBy(element).count()`,
+    update mode): the batch's rows carry the count of every element the batch holds, and an
+    element is new exactly when that count equals its count within the batch. The set of
+    elements seen so far lives in RocksDB, partitioned by element, and never reaches the driver."""
+    if not isinstance(node, (n.Unique, n.Keys)):
+        return f"{node.op}() does not keep the elements seen"
+    if blocked is not None:
+        return blocked
+    src = _strip(node.children[0])
+    if not any(src is i for i in inputs):
+        return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
+    keyed = src.meta.kind is Kind.KEYED_STREAM
+    if not (keyed or src.meta.kind is Kind.STREAM) or (isinstance(node, n.Keys) and not keyed):
+        return f"its input {src.op}() {src.site.label} is not a stream of the kind it needs"
+    kt = from_python(src.meta.key) if keyed else None
+    vt = from_python(src.meta.elem)
+    by: tuple[str, ...] = ("k",) if isinstance(node, n.Keys) else ("k", "v") if keyed else ("v",)
+    for field, t in (("k", kt), ("v", vt)):
+        if field in by and not _keys_only(t):
+            what = "keys" if field == "k" else "elements"
+            return f"its {what} ({t if t is not None else 'unknown type'}) are not ints, strings, booleans or tuples of them"
+    assert vt is not None
+    return NativeState(node, src, (), COUNT, vt, kt if by == ("k",) and kt is not None else vt, by)
+
+
 def describe(st: NativeState) -> str:
+    if st.occurrences:
+        what = "keys" if st.by == ("k",) else "elements"
+        return (
+            f"{WHY}: the {what} of {st.input.op}() {st.input.site.label} counted over all batches; "
+            f"the new ones are those whose count is the batch's own"
+        )
     readers = ", ".join(f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups)
     return (
         f"{WHY}: an algebraic {st.node.op}() of {st.input.op}() {st.input.site.label}, read only at the keys "
@@ -262,7 +307,10 @@ class NativeAggregations:
         for x in stage.nodes:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
-            i = next((i for i, st in enumerate(self.states) if _strip(x.children[0]) is st.input), None)
+            i = next(
+                (i for i, st in enumerate(self.states) if not st.occurrences and _strip(x.children[0]) is st.input),
+                None,
+            )
             if i is not None:
                 self.keys[id(x)] = (x, i)
 
@@ -283,11 +331,12 @@ class NativeAggregations:
             rows = raw.filter(F.col("_src") == inp.src)
             if inp.quarantined:
                 rows = good_rows(rows)
-            rows = rows.select(F.col(f"p{inp.src}.k").alias("k"), F.col(f"p{inp.src}.v").alias("v"))
+            fields = ["k", "v"] if st.input.meta.kind.keyed else ["v"]
+            rows = rows.select(*[F.col(f"p{inp.src}.{c}").alias(c) for c in fields])
             parts = partial_columns(st.algebra, TExpr(F.col("v"), st.vt), None)
             self._parts.append([t for _, t in parts])
-            agg = rows.groupBy("k").agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
-            cols = ["k", *(f"p{j}" for j in range(len(parts)))]
+            agg = rows.groupBy(*st.by).agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
+            cols = [*st.by, *(f"p{j}" for j in range(len(parts)))]
             mine = agg.select(F.lit(NATIVE_SRC - i).alias("_src"), F.struct(*cols).alias(f"_n{i}"))
             out = mine if out is None else out.unionByName(mine, allowMissingColumns=True)
         return out
@@ -321,6 +370,9 @@ class NativeAggregations:
         from .values import KTable
 
         st, parts = self.states[i], self._parts[i]
+        if st.occurrences:  # no value of its own: `seen` gives its handler the counts
+            c = self._cols[i] = _Columns(mine=F.col("_src") == NATIVE_SRC - i, values={})
+            return c
         has_init, init, acc_t = _start(st)
         k = F.col(f"_n{i}.k")
         partial = [(F.col(f"_n{i}.p{j}"), t) for j, t in enumerate(parts)]
@@ -377,7 +429,20 @@ class NativeAggregations:
     def given(self) -> set[int]:
         """Ids of the nodes whose values `tables` supplies each batch."""
         keys = {id(x) for x, _ in self.keys.values()}
-        return {id(st.node) for st in self.states} | keys | set(self.in_place)
+        return {id(st.node) for st in self.states if not st.occurrences} | keys | set(self.in_place)
+
+    def seen(self, df: Any) -> dict[int, Any]:
+        """`unique()` / `keys()` node id -> a DataFrame of (`_g0`, ... the element's grouped
+        fields, `_t` its count over all batches so far), one row per element of this batch."""
+        from pyspark.sql import functions as F
+
+        out: dict[int, Any] = {}
+        for i, st in enumerate(self.states):
+            if st.occurrences:
+                rows = df if self.alone else df.filter(F.col("_src") == NATIVE_SRC - i)
+                groups = [F.col(f"_n{i}.{c}").alias(f"_g{j}") for j, c in enumerate(st.by)]
+                out[id(st.node)] = rows.select(*groups, F.col(f"_n{i}.p0").alias("_t"))
+        return out
 
 
 @dataclass

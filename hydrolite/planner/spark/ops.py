@@ -477,7 +477,7 @@ def unique(ctx: BatchCtx, node: n.Unique, args: list[Val]) -> Val:
     if ctx.stateful(node):
         from .ops_state import unique_unbounded
 
-        return unique_unbounded(ctx, node, sf)
+        return unique_unbounded(ctx, node, sf)  # counted by Spark when native (`native_state.native_unique_of`)
     by = (["k"] if sf.keyed else []) + ["v"]
     if not sf.order:
         return sf.with_df(sf.df.dropDuplicates(by))

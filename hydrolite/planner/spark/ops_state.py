@@ -12,7 +12,7 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -211,7 +211,11 @@ def _distinct_values(sf: SFrame) -> list[Any]:
 
 
 def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
-    """Elements never seen in an earlier batch (first occurrence within this batch)."""
+    """Elements never seen in an earlier batch (first occurrence within this batch): from
+    Spark's counts when the state is native, else through the driver's store."""
+    seen = ctx.native_seen.get(id(node))
+    if seen is not None:
+        return unique_native(sf, seen)
     distinct = _distinct_values(sf)
     seen = ctx.state.get_many(ctx.key(node), distinct)
     fresh = [v for v in distinct if v not in seen]
@@ -232,6 +236,22 @@ def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         allowed = frame_of(ctx.spark, fresh, sf.vt, ordered=False).df.select(F.col("v").alias("_av"))
         cond = first["v"].eqNullSafe(allowed["_av"])
     return sf.with_df(first.join(allowed, cond, "left_semi"))
+
+
+def unique_native(sf: SFrame, seen: DataFrame) -> SFrame:
+    """The batch's new elements from `seen` (`NativeAggregations.seen`: each element of the
+    batch with its count over all batches, this one included): an element is new when that
+    count is its count within this batch. Its first occurrence in the batch is kept."""
+    by = (["k"] if sf.keyed else []) + ["v"]
+    counted = sf.df.withColumn("_c", F.count(F.lit(1)).over(Window.partitionBy(*by)))
+    if sf.order:
+        first = counted.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
+    else:
+        first = counted.dropDuplicates(by)
+    cond = first["_c"] == seen["_t"]
+    for j, c in enumerate(by):
+        cond = cond & first[c].eqNullSafe(seen[f"_g{j}"])
+    return sf.with_df(first.join(seen, cond, "left_semi").drop("_c"))
 
 
 def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:

@@ -23,13 +23,16 @@ batch provably updated (`native_state.native_of` derives that from the IR) is ke
 Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB): no Python
 per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
 the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
-function is not an algebraic fold"). It is used under `keyed_state` `executors` and `auto`
+function is not an algebraic fold"). A top-level `unique()` of a query input (and the stateful `keys()` of a keyed one) is kept
+the same way: Spark counts each element's occurrences, and the new elements of a batch are
+those whose count is the batch's own (`native_state.native_unique_of`). It is used under
+`keyed_state` `executors` and `auto`
 (local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
 was faster than the driver store, README.md "Native aggregation"), never under `driver`.
 
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
-in a `transformWithStateInPandas` processor, whose state Spark keeps in its RocksDB state
+in a Row-based `transformWithState` processor, whose state Spark keeps in its RocksDB state
 store, checkpointed and versioned by batch id (`keyed_state.py`). Everything else stays on
 the driver; `Placement.why` says why, and `hydrolite plan` prints it.
 
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from .native_state import WHY as NATIVE_WHY
-from .native_state import NativeState, native_of
+from .native_state import NativeState, native_of, native_unique_of
 from .native_state import describe as describe_native
 from .stages import Plan, Stage, where
 
@@ -231,6 +234,13 @@ def place(
                 placements.append(Placement(node, True, describe_native(found_native), native=True))
                 continue
             not_native = f" (not {NATIVE_WHY}: {found_native})"
+        if native_here and isinstance(node, (n.Unique, n.Keys)):  # elements seen so far: counted by Spark
+            found_seen = native_unique_of(node, finder.inputs, finder._blocker())
+            if not isinstance(found_seen, str):
+                natives.append(found_seen)
+                placements.append(Placement(node, True, describe_native(found_seen), native=True))
+                continue
+            not_native = f" (not {NATIVE_WHY}: {found_seen})"
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
             placements.append(Placement(node, False, why_driver + not_native))

@@ -390,6 +390,8 @@ class StageRunner(StageOutputs, HeldBatches):
             ctx = BatchCtx(self.runner.spark, self.stage, batch_id, state, inputs, self.keys, live=self.live)
             if self.region is not None:
                 ctx.elsewhere = self.region.region.skipped()
+            if self.native is not None:
+                ctx.native_seen = self.native.seen(df)
             self._ctx = ctx
             evaluate(ctx)
             for action in ctx.after:

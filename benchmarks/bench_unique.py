@@ -1,0 +1,142 @@
+"""A top-level `unique()` on Spark: the elements seen kept by Spark's streaming aggregation
+(RocksDB, `native_state.native_unique_of`) vs the driver's SQLite store (hydrolite before).
+
+One program — `source("xs", int).unique().sink("new")` — reads the same Parquet files
+(`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once with
+`keyed_state="auto"` (native) and once with `keyed_state="driver"`. Each batch repeats
+elements of its own and of earlier batches. Every output is checked: each distinct input
+element is written exactly once, in the batch of its first occurrence.
+
+    python benchmarks/bench_unique.py                        # 4 x 250k rows over 600k elements
+    python benchmarks/bench_unique.py --rows 1000000 --elements 3000000 --repeat 1
+    python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
+
+Prints, per path, the median time of the `availableNow` query, input rows/s, the driver
+process's peak RSS growth during the run (VmHWM, reset before it) and the ratio native /
+driver (the machine is shared: compare ratios, not seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Reader:
+    """Tag of the process that reads the elements."""
+
+
+def build() -> Any:
+    import hydrolite as hl
+
+    flow = hl.FlowBuilder("bench_unique")
+    flow.process(Reader).source("xs", int).unique().sink("new")
+    return flow.finalize()
+
+
+def write_inputs(d: str, batches: int, rows: int, elements: int) -> dict[int, int]:
+    """Batch b's elements: a scattered walk over `elements` values (repeats within and across
+    batches). Returns element -> the batch of its first occurrence."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    os.makedirs(d)
+    first: dict[int, int] = {}
+    for b in range(batches):
+        xs = [(b * rows + i) * 7919 % elements for i in range(rows)]
+        for x in xs:
+            first.setdefault(x, b)
+        pq.write_table(pa.table({"value": xs}), os.path.join(d, f"part-{b:04d}.parquet"))
+    return first
+
+
+def _vm_hwm_kb() -> int:
+    with open(f"/proc/{os.getpid()}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+
+
+def _reset_peak() -> None:
+    with open(f"/proc/{os.getpid()}/clear_refs", "w") as fh:  # 5: reset the peak RSS
+        fh.write("5")
+
+
+def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int]) -> tuple[float, int, str]:
+    from pyspark.sql import functions as F
+
+    from hydrolite.planner.spark.runtime import FlowRunner
+
+    runner = FlowRunner(
+        build(),
+        spark=spark,
+        checkpoint=os.path.join(out, "ck"),
+        inputs={"xs": f"parquet:{inp}?maxFilesPerTrigger=1"},
+        outputs={"new": f"parquet:{out}/new"},
+        keyed_state=keyed_state,
+    )
+    (placed,) = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+    _reset_peak()
+    before = _vm_hwm_kb()
+    t0 = time.perf_counter()
+    runner.start(once=True)
+    runner.await_termination()
+    elapsed = time.perf_counter() - t0
+    grew = _vm_hwm_kb() - before
+    runner.stop()
+    written = spark.read.parquet(f"{out}/new").select("value", F.col("batch_id")).collect()
+    assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
+    for value, batch in written[:: max(1, len(written) // 20_000)]:  # a sample: the check runs here
+        assert first[value] == batch, (value, batch, first[value])
+    return elapsed, grew, ("native" if placed.native else "driver") + f": {placed.why[:60]}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, default=4)
+    ap.add_argument("--rows", type=int, default=250_000, help="rows per batch")
+    ap.add_argument("--elements", type=int, default=600_000, help="distinct values the rows are drawn from")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--hydrolite-src", default=ROOT)
+    args = ap.parse_args()
+    sys.path.insert(0, args.hydrolite_src)
+    from hydrolite.planner.spark.session import spark_session
+
+    spark = spark_session(args.master, {"spark.sql.shuffle.partitions": "2"})
+    base = tempfile.mkdtemp(prefix="bench-unique-")
+    try:
+        inp = os.path.join(base, "in")
+        first = write_inputs(inp, args.batches, args.rows, args.elements)
+        total = args.batches * args.rows
+        warm = os.path.join(base, "warm")
+        warm_first = write_inputs(warm, 2, 1000, 1500)
+        for ks in ("auto", "driver"):
+            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first)
+        times: dict[str, list[float]] = {"auto": [], "driver": []}
+        grew: dict[str, list[int]] = {"auto": [], "driver": []}
+        for i in range(args.repeat):
+            for ks in ("auto", "driver"):
+                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first)
+                times[ks].append(t)
+                grew[ks].append(g)
+                print(f"round {i}: {ks:6} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"{total:,} rows, {len(first):,} distinct elements, {args.batches} batches, {args.master}")
+        for k, t in med.items():
+            mb = statistics.median(grew[k]) / 1024
+            print(f"{k:6}: median {t:7.1f} s, {total / t:9,.0f} rows/s, driver peak RSS +{mb:,.0f} MB")
+        print(f"native / driver: {med['driver'] / med['auto']:.2f}x the rows/s ({args.repeat} rounds)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

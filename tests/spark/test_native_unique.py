@@ -1,0 +1,180 @@
+"""A top-level `unique()` / `keys()` kept by Spark's own streaming aggregation (issue 14).
+
+The elements seen so far live in Spark's RocksDB state store as occurrence counts
+(`native_state.native_unique_of`), not in the driver's store. The new elements of each
+batch, in the order of their first occurrence, must be what the simulator gives for the
+same batches (`verify_runner`) and what the driver store gives; a crash inside a batch and
+a restart must neither repeat nor lose an element; and what cannot be counted exactly
+(elements that went through a function, floats) stays on the driver with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+import hydrolite as hl
+from hydrolite.planner.spark.faults import CrashOnce
+from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.native_state import WHY
+from hydrolite.planner.spark.placement import place
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.types import from_python
+from hydrolite.planner.spark.upgrade import PlanChangedError
+from hydrolite.planner.spark.verify import verify_runner
+
+pytestmark = pytest.mark.spark
+
+XS = [[3, 1, 3, 2], [2, 5, 1, 5, 4], [9, 3], [7, 7, 4, 8]]
+KS = [[("a", 1), ("b", 1), ("a", 1)], [("a", 2), ("b", 1)], [("c", 3), ("a", 2), ("c", 3)], [("d", 0)]]
+MORE_XS, MORE_KS = [[8, 10, 10, 6]], [[("a", 1), ("e", 5)]]
+PORTS = ("new_xs", "new_pairs", "new_keys")
+
+
+class P:
+    """Tag of the process."""
+
+
+def _program() -> hl.Flow:
+    flow = hl.FlowBuilder("seen")
+    p = flow.process(P)
+    xs = p.source("xs", int)
+    ks = p.keyed_source("ks", str, int)
+    xs.unique().sink("new_xs")
+    ks.unique().entries().sink("new_pairs")
+    ks.keys().sink("new_keys")
+    return flow.finalize()
+
+
+def _run(
+    spark: SparkSession,
+    d: Path,
+    keyed_state: str = "auto",
+    fault: Any = None,
+    more: bool = False,
+    memory: bool = True,
+) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
+    """Run on the feeds under `d`; the outputs by port and batch. With `memory`, `new_xs` goes
+    to a memory sink, which keeps each batch in the stream's order (a file's rows have none)
+    but only this run's batches."""
+    if more or not (d / "xs").exists():
+        xw, kw = (
+            FeedWriter(str(d / "xs"), from_python(int)),
+            FeedWriter(str(d / "ks"), from_python(int), from_python(str)),
+        )
+        for xb, kb in zip(MORE_XS if more else XS, MORE_KS if more else KS, strict=True):
+            xw.send_many(xb)
+            kw.send_many(kb)
+    runner = FlowRunner(
+        _program(),
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs={p: f"feed:{d / p}?maxEntriesPerTrigger=1" for p in ("xs", "ks")},  # one entry per micro-batch
+        outputs={p: f"json:{d / p}_out" for p in PORTS} | ({"new_xs": "memory"} if memory else {}),
+        fault=fault,
+        keyed_state=keyed_state,
+    )
+    try:
+        runner.start()
+        runner.process_all_available()
+    finally:
+        runner.stop()
+    got = {p: _outputs(d / f"{p}_out") for p in PORTS}
+    if memory:
+        got["new_xs"] = {b: v for b, v in runner.memory("new_xs").batches.items() if v}
+    return runner, got
+
+
+def _outputs(d: Path) -> dict[int, list[Any]]:
+    """batch id -> the values written, in file order (json lines of `{"value": ...}` or tuples)."""
+    out: dict[int, list[Any]] = {}
+    for part in sorted(d.glob("batch_id=*/part-*.json")):
+        rows = out.setdefault(int(part.parent.name.split("=")[1]), [])
+        for line in part.read_text().splitlines():
+            obj = json.loads(line)
+            v = obj["value"] if "value" in obj else (obj["_1"], obj["_2"])
+            rows.append(tuple(v) if isinstance(v, list) else v)
+    return {b: rows for b, rows in out.items() if rows}
+
+
+def _expected(xs: list[list[int]], ks: list[list[tuple[str, int]]]) -> dict[str, dict[int, list[Any]]]:
+    """Per batch: the elements (pairs, keys) not seen in an earlier batch, first occurrence first."""
+    want: dict[str, dict[int, list[Any]]] = {"new_xs": {}, "new_pairs": {}, "new_keys": {}}
+    seen: dict[str, set[Any]] = {p: set() for p in want}
+    for b, (xb, kb) in enumerate(zip(xs, ks, strict=True)):
+        for port, items in (("new_xs", xb), ("new_pairs", kb), ("new_keys", [k for k, _ in kb])):
+            new = [x for i, x in enumerate(items) if x not in seen[port] and x not in items[:i]]
+            seen[port] |= set(items)
+            if new:
+                want[port][b] = new
+    return want
+
+
+def _unordered(got: dict[str, dict[int, list[Any]]], ordered: str = "new_xs") -> dict[str, dict[int, list[Any]]]:
+    """Batches as sorted lists, but `ordered`'s (from a memory sink: first occurrence first);
+    new_pairs and new_keys are NoOrder streams (entries / keys), and a file's rows have no order."""
+    return {p: {b: v if p == ordered else sorted(v) for b, v in by.items()} for p, by in got.items()}
+
+
+def test_unique_and_keys_count_on_spark_and_answer_like_the_simulator_and_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    runner, got = _run(spark, tmp_path / "native")
+    placements = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+    assert sorted(p.node.op for p in placements) == ["keys", "unique", "unique"], placements
+    assert all(p.native and p.why.startswith(WHY) for p in placements), placements
+    assert _unordered(got) == _unordered(_expected(XS, KS))
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+    _, on_driver = _run(spark, tmp_path / "driver", keyed_state="driver")
+    assert _unordered(on_driver) == _unordered(got)
+
+
+@pytest.mark.parametrize("point", ["before_outputs", "after_sinks"])
+def test_a_crash_and_a_restart_neither_repeat_nor_lose_an_element(
+    spark: SparkSession, tmp_path: Path, point: str
+) -> None:
+    fault = CrashOnce(point)
+    with pytest.raises(Exception, match="crash at"):
+        _run(spark, tmp_path, fault=fault, memory=False)
+    assert fault.fired == [1]
+    _, got = _run(spark, tmp_path, memory=False)  # batch 1 again, from the counts before it
+    assert _unordered(got, "") == _unordered(_expected(XS, KS), "")
+    runner, got = _run(spark, tmp_path, more=True, memory=False)  # a new run on more input
+    assert _unordered(got, "") == _unordered(_expected(XS + MORE_XS, KS + MORE_KS), "")
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+
+
+def test_elements_not_counted_exactly_stay_on_the_driver_with_the_reason() -> None:
+    flow = hl.FlowBuilder("driver_seen")
+    p = flow.process(P)
+    p.source("xs", int).map(lambda x: x % 3).unique().sink("mapped")
+    p.source("fs", float).unique().sink("floats")
+    plan = plan_flow(flow.finalize())
+    whys = {}
+    for st in plan.stages:
+        placed = place(st)
+        whys.update({x.node.site.label: (x.native, x.why) for x in placed.placements})
+    assert len(whys) == 2, whys
+    for native, why in whys.values():
+        assert not native, why
+    text = " | ".join(why for _, why in whys.values())
+    assert "passes through map()" in text and "elements (float) are not ints" in text, text
+
+
+def test_a_checkpoint_with_the_elements_seen_on_the_driver_does_not_resume_counting_them_natively(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Before the native path, the elements seen lived in the driver's store: such a
+    checkpoint resumed natively would start counting from nothing and repeat every element."""
+    _run(spark, tmp_path, keyed_state="driver", memory=False)
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(_program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"xs": "feed:/x", "ks": "feed:/y"})
+    text = str(err.value)
+    assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
