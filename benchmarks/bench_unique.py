@@ -88,7 +88,7 @@ def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int])
     runner.start(once=True)
     runner.await_termination()
     elapsed = time.perf_counter() - t0
-    grew = _vm_hwm_kb() - before
+    grew = max(0, _vm_hwm_kb() - before)  # the kernel updates the peak lazily: a few KB below is 0
     runner.stop()
     written = spark.read.parquet(f"{out}/new").select("value", F.col("batch_id")).collect()
     assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
