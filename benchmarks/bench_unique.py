@@ -1,5 +1,5 @@
 """A top-level `unique()` on Spark: the elements seen kept by Spark's streaming aggregation
-(RocksDB, `native_state.native_unique_of`) vs the driver's SQLite store (hydrolite before).
+(RocksDB, `native_state._unique_of`) vs the driver's SQLite store (hydrolite before).
 
 One program — `source("xs", int).unique().sink("new")` — reads the same Parquet files
 (`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once with
@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+from state_paths.memory import reset_peak, status  # benchmarks/ is this script's directory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,16 +60,6 @@ def write_inputs(d: str, batches: int, rows: int, elements: int) -> dict[int, in
     return first
 
 
-def _vm_hwm_kb() -> int:
-    with open(f"/proc/{os.getpid()}/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
-
-
-def _reset_peak() -> None:
-    with open(f"/proc/{os.getpid()}/clear_refs", "w") as fh:  # 5: reset the peak RSS
-        fh.write("5")
-
-
 def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int]) -> tuple[float, int, str]:
     from pyspark.sql import functions as F
 
@@ -82,13 +74,13 @@ def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int])
         keyed_state=keyed_state,
     )
     (placed,) = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
-    _reset_peak()
-    before = _vm_hwm_kb()
+    reset_peak(os.getpid())
+    before = status(os.getpid(), "VmHWM")
     t0 = time.perf_counter()
     runner.start(once=True)
     runner.await_termination()
     elapsed = time.perf_counter() - t0
-    grew = max(0, _vm_hwm_kb() - before)  # the kernel updates the peak lazily: a few KB below is 0
+    grew = max(0, status(os.getpid(), "VmHWM") - before)  # the kernel updates the peak lazily: a few KB below is 0
     runner.stop()
     written = spark.read.parquet(f"{out}/new").select("value", F.col("batch_id")).collect()
     assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"

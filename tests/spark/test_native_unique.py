@@ -1,7 +1,7 @@
 """A top-level `unique()` / `keys()` kept by Spark's own streaming aggregation (issue 14).
 
 The elements seen so far live in Spark's RocksDB state store as occurrence counts
-(`native_state.native_unique_of`), not in the driver's store. The new elements of each
+(`native_state._unique_of`), not in the driver's store. The new elements of each
 batch, in the order of their first occurrence, must be what the simulator gives for the
 same batches (`verify_runner`) and what the driver store gives; a crash inside a batch and
 a restart must neither repeat nor lose an element; and what cannot be counted exactly

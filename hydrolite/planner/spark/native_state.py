@@ -192,7 +192,10 @@ def _part_type(g: ast.expr | None, param: str, vt: HType) -> HType | None:
 def native_of(
     node: n.Node, inputs: Sequence[n.Node], users: dict[int, list[n.Node]], blocked: str | None
 ) -> NativeState | str:
-    """The native form of the carried keyed aggregate `node` of one query, or why it has none."""
+    """The native form of the carried keyed aggregate (or top-level `unique()` / `keys()`)
+    `node` of one query, or why it has none."""
+    if isinstance(node, (n.Unique, n.Keys)):
+        return _unique_of(node, inputs, blocked)
     if not isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
         return f"{node.op}() is not an aggregate"
     if not node.children[0].meta.kind.keyed:
@@ -235,7 +238,7 @@ def native_of(
     return NativeState(node, src, tuple(lookups), alg, vt, kt)
 
 
-def native_unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
+def _unique_of(node: n.Unique | n.Keys, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
     """The native form of a top-level `unique()` (elements never seen in an earlier batch) or
     of the stateful `keys()` of a keyed stream (keys never seen before), or why it has none.
 
@@ -243,8 +246,6 @@ def native_unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None
     update mode): the batch's rows carry the count of every element the batch holds, and an
     element is new exactly when that count equals its count within the batch. The set of
     elements seen so far lives in RocksDB, partitioned by element, and never reaches the driver."""
-    if not isinstance(node, (n.Unique, n.Keys)):
-        return f"{node.op}() does not keep the elements seen"
     if blocked is not None:
         return blocked
     src = _strip(node.children[0])
@@ -260,8 +261,8 @@ def native_unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None
         if field in by and not _keys_only(t):
             what = "keys" if field == "k" else "elements"
             return f"its {what} ({t if t is not None else 'unknown type'}) are not ints, strings, booleans or tuples of them"
-    assert vt is not None
-    return NativeState(node, src, (), COUNT, vt, kt if by == ("k",) and kt is not None else vt, by)
+    assert vt is not None and (kt is not None or by != ("k",))
+    return NativeState(node, src, (), COUNT, vt, kt if kt is not None and by == ("k",) else vt, by)
 
 
 def describe(st: NativeState) -> str:

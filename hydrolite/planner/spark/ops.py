@@ -471,18 +471,24 @@ def row_index(sf: SFrame, partition: list[str]) -> Column:
     return F.row_number().over(w) - 1
 
 
+def first_occurrences(sf: SFrame, df: DataFrame | None = None) -> DataFrame:
+    """The rows of `df` (default: `sf.df`, with `sf`'s columns) holding the first occurrence of
+    each element (each (key, value) pair when keyed) in `sf`'s order; any one without an order."""
+    df = sf.df if df is None else df
+    by = (["k"] if sf.keyed else []) + ["v"]
+    if not sf.order:
+        return df.dropDuplicates(by)
+    return df.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
+
+
 @handles(n.Unique)
 def unique(ctx: BatchCtx, node: n.Unique, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     if ctx.stateful(node):
         from .ops_state import unique_unbounded
 
-        return unique_unbounded(ctx, node, sf)  # counted by Spark when native (`native_state.native_unique_of`)
-    by = (["k"] if sf.keyed else []) + ["v"]
-    if not sf.order:
-        return sf.with_df(sf.df.dropDuplicates(by))
-    first = row_index(sf, by)
-    return sf.with_df(sf.df.withColumn("_first", first).filter(F.col("_first") == 0).drop("_first"))
+        return unique_unbounded(ctx, node, sf)  # counted by Spark when native (`native_state._unique_of`)
+    return sf.with_df(first_occurrences(sf))
 
 
 @handles(n.Enumerate)

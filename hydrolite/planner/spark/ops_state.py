@@ -21,7 +21,7 @@ from ...ir.meta import Kind
 from .exec import BatchCtx, handles
 from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
 from .lambdas import NotTranslatable, TExpr, literal
-from .ops import empty_like, project, row_index, sframe
+from .ops import empty_like, first_occurrences, project, row_index, sframe
 from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
 from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
@@ -220,11 +220,7 @@ def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     seen = ctx.state.get_many(ctx.key(node), distinct)
     fresh = [v for v in distinct if v not in seen]
     ctx.state.put_many(ctx.key(node), {v: True for v in fresh})
-    by = (["k"] if sf.keyed else []) + ["v"]
-    if sf.order:
-        first = sf.df.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
-    else:
-        first = sf.df.dropDuplicates(by)
+    first = first_occurrences(sf)
     if not fresh:
         return empty_like(sf)
     if sf.keyed:
@@ -243,11 +239,7 @@ def unique_native(sf: SFrame, seen: DataFrame) -> SFrame:
     batch with its count over all batches, this one included): an element is new when that
     count is its count within this batch. Its first occurrence in the batch is kept."""
     by = (["k"] if sf.keyed else []) + ["v"]
-    counted = sf.df.withColumn("_c", F.count(F.lit(1)).over(Window.partitionBy(*by)))
-    if sf.order:
-        first = counted.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
-    else:
-        first = counted.dropDuplicates(by)
+    first = first_occurrences(sf, sf.df.withColumn("_c", F.count(F.lit(1)).over(Window.partitionBy(*by))))
     cond = first["_c"] == seen["_t"]
     for j, c in enumerate(by):
         cond = cond & first[c].eqNullSafe(seen[f"_g{j}"])

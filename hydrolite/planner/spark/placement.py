@@ -25,7 +25,7 @@ per key at all. `Placement.why` then starts "native streaming aggregation (Rocks
 the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
 function is not an algebraic fold"). A top-level `unique()` of a query input (and the stateful `keys()` of a keyed one) is kept
 the same way: Spark counts each element's occurrences, and the new elements of a batch are
-those whose count is the batch's own (`native_state.native_unique_of`). It is used under
+those whose count is the batch's own (`native_state.native_of`). It is used under
 `keyed_state` `executors` and `auto`
 (local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
 was faster than the driver store, README.md "Native aggregation"), never under `driver`.
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from .native_state import WHY as NATIVE_WHY
-from .native_state import NativeState, native_of, native_unique_of
+from .native_state import NativeState, native_of
 from .native_state import describe as describe_native
 from .stages import Plan, Stage, where
 
@@ -227,20 +227,14 @@ def place(
     placements: list[Placement] = []
     for node in stage.stateful:
         not_native = ""
-        if native_here and isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed:
+        keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
+        if native_here and (keyed_aggregate or isinstance(node, (n.Unique, n.Keys))):  # Keys/Unique: elements seen
             found_native = native_of(node, finder.inputs, finder.users, finder._blocker())
             if not isinstance(found_native, str):
                 natives.append(found_native)
                 placements.append(Placement(node, True, describe_native(found_native), native=True))
                 continue
             not_native = f" (not {NATIVE_WHY}: {found_native})"
-        if native_here and isinstance(node, (n.Unique, n.Keys)):  # elements seen so far: counted by Spark
-            found_seen = native_unique_of(node, finder.inputs, finder._blocker())
-            if not isinstance(found_seen, str):
-                natives.append(found_seen)
-                placements.append(Placement(node, True, describe_native(found_seen), native=True))
-                continue
-            not_native = f" (not {NATIVE_WHY}: {found_seen})"
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
             placements.append(Placement(node, False, why_driver + not_native))
