@@ -34,11 +34,18 @@ if TYPE_CHECKING:
 
 
 def load_program(spec: str) -> tuple[ModuleType, Flow]:
-    """Import a program file or module and call its `build()`."""
-    if spec.endswith(".py") or os.path.sep in spec:
-        path = os.path.abspath(spec)
+    """Import a program and call its flow builder: `prog.py`, `pkg/prog.py`, a module name
+    importable from the current directory (`prog`, `pkg.prog`), each optionally followed by
+    `:FUNC` to call another builder than `build()` (as `hydrolite sim --program FILE[:FUNC]`)."""
+    from .sim.cli import split_target
+
+    target, func = split_target(spec)
+    if target.endswith(".py") or os.path.sep in target:
+        path = os.path.abspath(target)
         if not os.path.isfile(path):
-            raise SystemExit(f"hydrolite: no such program file: {spec}")
+            raise SystemExit(f"hydrolite: no such program file: {target} (from {os.getcwd()})")
+        # the module's name stays hydrolite_program_<file>: a record or enum key's shard
+        # (`locations.sharding`) hashes its class's module, so a checkpoint's routing depends on it
         name = "hydrolite_program_" + os.path.splitext(os.path.basename(path))[0]
         sys.path.insert(0, os.path.dirname(path))
         mod_spec = importlib.util.spec_from_file_location(name, path)
@@ -47,13 +54,27 @@ def load_program(spec: str) -> tuple[ModuleType, Flow]:
         sys.modules[name] = module
         mod_spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(spec)
-    build = getattr(module, "build", None)
-    if build is None:
-        raise SystemExit(f"hydrolite: {spec} has no build() function returning a hydrolite.Flow")
+        if os.getcwd() not in sys.path:  # as `python -m` does: a module in the current directory
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as e:
+            if e.name is None or not (target == e.name or target.startswith(e.name + ".")):
+                raise  # the program itself imports something missing: its own traceback says what
+            raise SystemExit(
+                f"hydrolite: cannot import the program {target!r}: no module named {e.name!r} on the path "
+                f"(the current directory is {os.getcwd()})\n"
+                "  fix: give the program's file (prog.py, path/to/prog.py) or a module importable from here, "
+                "optionally with :FUNC for a builder other than build()"
+            ) from None
+    what = f"{func}()" if func else "build()"
+    build = getattr(module, func or "build", None)
+    if build is None or not callable(build):
+        other = "" if func else " (name another builder with PROGRAM:FUNC)"
+        raise SystemExit(f"hydrolite: {target} has no {what} function returning a hydrolite.Flow{other}")
     flow = build()
     if not isinstance(flow, Flow):
-        raise SystemExit(f"hydrolite: {spec}: build() returned {type(flow).__name__}, not a hydrolite.Flow")
+        raise SystemExit(f"hydrolite: {spec}: {what} returned {type(flow).__name__}, not a hydrolite.Flow")
     return module, flow
 
 
@@ -281,12 +302,15 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ main
+PROGRAM_HELP = "a .py file or a module (importable from the current directory) exposing build() -> hydrolite.Flow; PROGRAM:FUNC calls FUNC() instead"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hydrolite", description=__doc__.split("\n\n")[0] if __doc__ else None)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a program on Spark (embedded local[*] by default)")
-    run.add_argument("program", help="a .py file (or module) exposing build() -> hydrolite.Flow")
+    run.add_argument("program", help=PROGRAM_HELP)
     run.add_argument(
         "--master", help="Spark master URL (local[*], spark://..., yarn) or Spark Connect (sc://host:port)"
     )
@@ -345,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(fn=cmd_run)
 
     plan = sub.add_parser("plan", help="show the queries, merged ticks and aligned regions")
-    plan.add_argument("program")
+    plan.add_argument("program", help=PROGRAM_HELP)
     plan.add_argument("--format", choices=("text", "dot", "mermaid"), default="text")
     plan.add_argument(
         "--against",
@@ -378,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser(
         "verify-run", help="replay a finished run in the simulator and compare every sink, batch by batch"
     )
-    verify.add_argument("program")
+    verify.add_argument("program", help=PROGRAM_HELP)
     verify.add_argument("checkpoint", help="the run's checkpoint directory (its offset log says what each tick read)")
     verify.add_argument(
         "--input",

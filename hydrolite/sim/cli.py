@@ -116,7 +116,8 @@ def _attr(module: ModuleType, dotted: str, what: str) -> Any:
     return obj
 
 
-def _split(target: str) -> tuple[str, str | None]:
+def split_target(target: str) -> tuple[str, str | None]:
+    """`FILE_OR_MODULE[:NAME]` -> (file or module, NAME or None)."""
     head, sep, tail = target.rpartition(":")
     if not sep or not head or os.path.sep in tail:  # no ':' (or a Windows drive letter only)
         return target, None
@@ -127,7 +128,7 @@ def resolve(
     target: str, program: str | None
 ) -> tuple[Flow | Callable[[], Flow], Callable[..., object], dict[str, int], dict[str, bool]]:
     """(flow source, scenario, cluster sizes, model options) named by the command line."""
-    spec, name = _split(target)
+    spec, name = split_target(target)
     if name is None:
         raise SimUsageError(f"name the scenario: {target}:SCENARIO")
     module = _import(spec)
@@ -139,7 +140,7 @@ def resolve(
     if not callable(scenario):
         raise SimUsageError(f"{target} is not a function")
     if program is not None:
-        pspec, pname = _split(program)
+        pspec, pname = split_target(program)
         builder = _attr(_import(pspec), pname or "build", "flow builder")
     else:
         builder = getattr(module, "build", None)

@@ -118,6 +118,56 @@ def test_cli_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.count("subgraph cluster_") == 2
 
 
+PROG = """
+import hydrolite as hl
+from hydrolite import nondet
+
+
+class Tag:
+    pass
+
+
+def build() -> hl.Flow:
+    return other("main_flow")
+
+
+def other(name: str = "other_flow") -> hl.Flow:
+    flow = hl.FlowBuilder(name)
+    proc = flow.process(Tag)
+    xs = proc.source("xs", int)
+    xs.batch(proc.tick(), nondet("any batching")).map(lambda x: x + 1).all_ticks().sink("n")
+    return flow.finalize()
+"""
+
+
+def test_cli_names_the_program_as_a_file_a_module_or_module_colon_builder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "prog_by_name.py").write_text(PROG)
+    (tmp_path / "prog_broken.py").write_text("import no_such_dependency_here\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    for mod in ("prog_by_name", "prog_broken"):
+        monkeypatch.delitem(__import__("sys").modules, mod, raising=False)
+    for spec, name in [
+        ("prog_by_name", "main_flow"),  # a module in the current directory, as `python -m` finds it (first:
+        ("prog_by_name.py", "main_flow"),  # loading a file puts its directory on sys.path)
+        ("prog_by_name:other", "other_flow"),
+        (f"{tmp_path}/prog_by_name.py:other", "other_flow"),
+    ]:
+        assert main(["plan", spec]) == 0, spec
+        assert capsys.readouterr().out.startswith(f"plan of {name!r}"), spec
+    with pytest.raises(SystemExit, match="cannot import the program 'nothing_here': no module named 'nothing_here'"):
+        main(["plan", "nothing_here"])
+    with pytest.raises(SystemExit, match=r"prog_by_name has no nope\(\) function"):
+        main(["plan", "prog_by_name:nope"])
+    with pytest.raises(SystemExit, match="no such program file: missing.py"):
+        main(["plan", "missing.py"])
+    # a module the program itself imports is missing: its own error, not "cannot import the program"
+    with pytest.raises(ModuleNotFoundError, match="no_such_dependency_here"):
+        main(["plan", "prog_broken"])
+
+
 def test_cli_plan_into_a_closed_pipe_ends_quietly() -> None:
     import subprocess
     import sys
