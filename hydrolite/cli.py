@@ -180,7 +180,7 @@ def _cluster_members_option(p: argparse.ArgumentParser, default: str = "2 per cl
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .planner.spark.faults import fault_from_env
-    from .planner.spark.lock import CheckpointLock
+    from .planner.spark.lock import CheckpointLock, checkpoint_dir
     from .planner.spark.runtime import FlowRunner
     from .planner.spark.session import spark_session
     from .planner.spark.stages import plan_flow
@@ -194,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise SystemExit(
             f"hydrolite: unknown ports {unknown}; the program has sources {sorted(flow.sources)} and sinks {sorted(flow.sinks)}"
         )
-    checkpoint = os.path.abspath(args.checkpoint or os.path.join(".hydrolite", flow.name))
+    checkpoint = checkpoint_dir(args.checkpoint or os.path.join(".hydrolite", flow.name))
     conf = _pairs(args.conf, "--conf")
     print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
     lock = CheckpointLock(checkpoint)  # one runner per checkpoint, before anything is written

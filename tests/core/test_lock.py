@@ -79,3 +79,23 @@ def test_a_dropped_lock_object_releases(tmp_path: Path) -> None:
     start = time.monotonic()
     CheckpointLock(str(tmp_path)).release()
     assert time.monotonic() - start < 5
+
+
+def test_a_checkpoint_is_a_path_or_a_file_uri_and_a_hadoop_uri_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hydrolite.planner.spark.lock import CheckpointPathError, checkpoint_dir
+
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_dir("ck") == str(tmp_path / "ck")
+    assert checkpoint_dir(f"file://{tmp_path}/a%20b") == str(tmp_path / "a b")
+    assert checkpoint_dir(f"file:{tmp_path}/c") == str(tmp_path / "c")
+    assert checkpoint_dir("odd:name") == str(tmp_path / "odd:name")  # a colon without // is a file name
+    lock = CheckpointLock(f"file://{tmp_path}/d")
+    assert lock.checkpoint == str(tmp_path / "d") and os.path.isfile(tmp_path / "d" / "LOCK")
+    lock.release()
+    for uri in ("hdfs://namenode:8020/ck", "s3a://bucket/ck", "hdfs:///ck"):
+        with pytest.raises(CheckpointPathError, match="a Hadoop URI is not one") as err:
+            CheckpointLock(uri)
+        assert "fix: pass a local directory, or mount the storage" in str(err.value)
+    assert sorted(os.listdir(tmp_path)) == ["d"]  # no directory named hdfs: or s3a:

@@ -168,6 +168,35 @@ def test_cli_names_the_program_as_a_file_a_module_or_module_colon_builder(
         main(["plan", "prog_broken"])
 
 
+def test_plan_says_deferred_rows_live_in_parquet_the_executors_write_and_one_value_on_the_driver() -> None:
+    from hydrolite.planner.spark.placement import place_all
+
+    flow = hl.FlowBuilder("deferred")
+    proc = flow.process(Server)
+    tick = proc.tick()
+    b = proc.source("xs", int).batch(tick, nondet("any batching"))
+    handle, previous = tick.stream_cycle(int)
+    handle.complete_next_tick(b.map(lambda x: x * 10))
+    previous.all_ticks().sink("cycle")
+    b.map(lambda x: ("k", x)).into_keyed().defer_tick().entries().all_ticks().sink("keyed")
+    b.map(lambda x: (x % 2, x)).into_keyed().count().defer_tick().entries().all_ticks().sink("keyed_singleton")
+    b.count().defer_tick().into_stream().all_ticks().sink("one")
+    plan = plan_flow(flow.finalize())
+    for option in ("auto", "executors", "driver"):
+        place_all(plan, option, "local[2]")
+        (stage,) = plan.stages
+        assert stage.placement is not None
+        lines = {p.node.op + str(p.node.site.line): p.describe() for p in stage.placement.placements}
+        deferred = [v for k, v in lines.items() if k.startswith("defer_tick")]
+        parquet = [v for v in deferred if "executors (Parquet files under the query's checkpoint)" in v]
+        assert len(deferred) == 4 and len(parquet) == 3, option  # a stream, a keyed stream, a keyed singleton
+        assert all("the driver keeps only the path" in v for v in parquet)
+        (one,) = set(deferred) - set(parquet)
+        assert "driver (versioned SQLite store)" in one
+        (cycle,) = [v for k, v in lines.items() if k.startswith("cycle_sink")]
+        assert "the stream cycle's elements for the next batch, kept by defer_tick()" in cycle
+
+
 def test_cli_plan_into_a_closed_pipe_ends_quietly() -> None:
     import subprocess
     import sys

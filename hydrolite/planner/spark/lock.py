@@ -33,9 +33,11 @@ import datetime
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
 from typing import Any, ClassVar
+from urllib.parse import unquote, urlsplit
 
 from ...errors import HydroliteError
 
@@ -46,6 +48,36 @@ class CheckpointLockedError(HydroliteError, RuntimeError):
     """Another runner holds the checkpoint."""
 
     code: ClassVar[str] = "HL-CHECKPOINT-LOCKED"
+
+
+class CheckpointPathError(HydroliteError, ValueError):
+    """A checkpoint named by a URI hydrolite cannot keep its files under."""
+
+    code: ClassVar[str] = "HL-CHECKPOINT-PATH"
+
+
+def checkpoint_dir(spec: str) -> str:
+    """The absolute local directory a checkpoint argument names: a path or a `file:` URI.
+
+    Any other URI (`hdfs://`, `s3a://`, `abfss://` ...) is refused rather than taken as a
+    relative directory named `hdfs:`: besides Spark's checkpoint, the directory holds the
+    versioned state store (SQLite), this lock (`flock`) and the files the executors write
+    (deferred rows, channels between queries), all opened by path.
+
+    >>> checkpoint_dir("file:///tmp/ck%201")
+    '/tmp/ck 1'
+    """
+    parts = urlsplit(spec)
+    if parts.scheme == "file":
+        return os.path.abspath(unquote(parts.path))
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", spec):
+        raise CheckpointPathError(
+            f"checkpoint {spec}: hydrolite needs a directory on a file system it can open by path (its versioned "
+            "state store is SQLite, its lock an flock, and the executors write deferred rows and channels under "
+            "it); a Hadoop URI is not one\n  fix: pass a local directory, or mount the storage (NFS, a FUSE mount "
+            "of the bucket) at the same path on the driver and every executor and pass that path"
+        )
+    return os.path.abspath(spec)
 
 
 def _alive(pid: int) -> bool:
@@ -62,7 +94,7 @@ class CheckpointLock:
     """An exclusive, crash-safe lock on a checkpoint directory (see the module docstring)."""
 
     def __init__(self, checkpoint: str) -> None:
-        self.checkpoint = os.path.abspath(checkpoint)
+        self.checkpoint = checkpoint_dir(checkpoint)
         os.makedirs(self.checkpoint, exist_ok=True)
         self.path = os.path.join(self.checkpoint, LOCK_FILE)
         self.previous: dict[str, Any] | None = None  # a stale holder taken over, if any

@@ -33,8 +33,10 @@ was faster than the driver store, README.md "Native aggregation"), never under `
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
 in a Row-based `transformWithState` processor, whose state Spark keeps in its RocksDB state
-store, checkpointed and versioned by batch id (`keyed_state.py`). Everything else stays on
-the driver; `Placement.why` says why, and `hydrolite plan` prints it.
+store, checkpointed and versioned by batch id (`keyed_state.py`). A deferred stream or
+keyed singleton (`defer_tick`, stream cycles) is the previous batch's rows: the executors
+write them as Parquet under the checkpoint and read them back, whatever the run option.
+Everything else stays on the driver; `Placement.why` says why, and `hydrolite plan` prints it.
 
 The rules are deliberately narrow: what is not placed on the executors runs exactly as
 before, so a program never gets a different answer from this choice, only a different cost.
@@ -133,11 +135,14 @@ class Placement:
     executors: bool
     why: str
     native: bool = False  # kept by Spark's native streaming aggregation (`native_state.py`)
+    rows: bool = False  # a previous batch's rows, as Parquet the executors write (`ops_state.defer_tick`)
 
     def describe(self) -> str:
         home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
         if self.native:
             home = "executors (Spark's streaming aggregation, RocksDB)"
+        elif self.rows:
+            home = "executors (Parquet files under the query's checkpoint)"
         return f"{self.node.op}() {where(self.node)}: {home}: {self.why}"
 
 
@@ -235,6 +240,10 @@ def place(
                 placements.append(Placement(node, True, describe_native(found_native), native=True))
                 continue
             not_native = f" (not {NATIVE_WHY}: {found_native})"
+        rows = _deferred_rows(node)
+        if rows is not None:
+            placements.append(Placement(node, False, rows, rows=True))
+            continue
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
             placements.append(Placement(node, False, why_driver + not_native))
@@ -260,6 +269,25 @@ def place(
         placements.append(Placement(node, True, why))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
     return StagePlacement(region, tuple(placements), tuple(natives))
+
+
+def _deferred_rows(node: n.Node) -> str | None:
+    """Why a deferred stream's (or keyed singleton's) state never passes through the driver,
+    or None for any other state. `ops_state.defer_tick` writes the batch's rows as Parquet
+    from the executors (`DataFrame.write`) and the next batch reads them back the same way;
+    the driver's versioned store holds only their directory, per batch id."""
+    deferred = node.children[0] if isinstance(node, n.CycleSink) else node
+    if not isinstance(deferred, n.DeferTick):
+        return None
+    kind = deferred.meta.kind
+    if not (kind.streamlike or kind is Kind.KEYED_SINGLETON):
+        return None  # one value: the driver keeps it whole
+    if deferred is not node:
+        return f"the stream cycle's elements for the next batch, kept by defer_tick() {where(deferred)}"
+    return (
+        "the previous batch's rows: the executors write them as Parquet at the end of each batch (a directory per "
+        "batch id under <query>/state/blobs/) and the next batch reads them back; the driver keeps only the path"
+    )
 
 
 def _refuse_unbounded_join(node: n.Node, why: str) -> None:

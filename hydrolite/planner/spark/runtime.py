@@ -48,7 +48,7 @@ from .feed import FeedWriter
 from .files import FileWatch
 from .held import HeldBatches, release_held
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
-from .lock import CheckpointLock
+from .lock import CheckpointLock, checkpoint_dir
 from .native_state import OUTPUT_MODE, NativeAggregations, NativeInput
 from .offsets import check_restart
 from .outputs import StageOutputs
@@ -459,7 +459,7 @@ class FlowRunner:
                 "Python process, while hydrolite's tick body keeps its versioned state and in-memory sinks "
                 "in the driver\n  fix: use a classic master URL (spark://host:7077, yarn, local[*])"
             )
-        self.checkpoint = os.path.abspath(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
+        self.checkpoint = checkpoint_dir(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
         self.fault = fault
         # before anything is written (the CLI takes it earlier: it writes demo inputs)
         self.lock = lock if lock is not None and lock.checkpoint == self.checkpoint else CheckpointLock(self.checkpoint)
