@@ -26,10 +26,9 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from hydrolite.ir import nodes as n
 from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.harness import SparkHarness
-from hydrolite.planner.spark.native_state import WHY
+from hydrolite.planner.spark.native_state import OCCURRENCES, WHY
 from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.verify import verify_runner
 from tests.differential.progen import Draw, HypothesisDraw, Program, RandomDraw, Var, _one_op, _sinks, inputs
@@ -104,8 +103,8 @@ def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
         source = generate_native(RandomDraw(random.Random(seed))).source()
         flow = _load(source, str(tmp_path))
         placements = [p for s in plan_flow(flow).stages if s.placement is not None for p in s.placement.placements]
-        # the store, and any top-level unique() / keys() of a source (counted natively too)
-        native = [p for p in placements if p.native and not isinstance(p.node, (n.Unique, n.Keys))]
+        # the store, and any top-level unique() / keys() / keyed enumerate() of a source (counted natively too)
+        native = [p for p in placements if p.native and not isinstance(p.node, OCCURRENCES)]
         assert len(native) == 1 and native[0].why.startswith(WHY), f"seed {seed}:\n{source}\n{placements}"
 
 

@@ -1,11 +1,13 @@
-"""A top-level `unique()` / `keys()` kept by Spark's own streaming aggregation (issue 14).
+"""A top-level `unique()` / `keys()` / keyed `enumerate()` kept by Spark's own streaming
+aggregation (issue 14).
 
-The elements seen so far live in Spark's RocksDB state store as occurrence counts
-(`native_state._unique_of`), not in the driver's store. The new elements of each
-batch, in the order of their first occurrence, must be what the simulator gives for the
-same batches (`verify_runner`) and what the driver store gives; a crash inside a batch and
-a restart must neither repeat nor lose an element; and what cannot be counted exactly
-(elements that went through a function, floats) stays on the driver with the reason.
+The elements (keys) seen so far live in Spark's RocksDB state store as occurrence counts
+(`native_state._unique_of`), not in the driver's store. The new elements of each batch, in
+the order of their first occurrence, and each key's indexes continuing across batches must
+be what the simulator gives for the same batches (`verify_runner`) and what the driver
+store gives; a crash inside a batch and a restart must neither repeat nor lose an element
+nor an index; and what cannot be counted exactly (elements that went through a function,
+floats) stays on the driver with the reason.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ pytestmark = pytest.mark.spark
 XS = [[3, 1, 3, 2], [2, 5, 1, 5, 4], [9, 3], [7, 7, 4, 8]]
 KS = [[("a", 1), ("b", 1), ("a", 1)], [("a", 2), ("b", 1)], [("c", 3), ("a", 2), ("c", 3)], [("d", 0)]]
 MORE_XS, MORE_KS = [[8, 10, 10, 6]], [[("a", 1), ("e", 5)]]
-PORTS = ("new_xs", "new_pairs", "new_keys")
+PORTS = ("new_xs", "new_pairs", "new_keys", "indexed")
 
 
 class P:
@@ -48,6 +50,7 @@ def _program() -> hl.Flow:
     xs.unique().sink("new_xs")
     ks.unique().entries().sink("new_pairs")
     ks.keys().sink("new_keys")
+    ks.enumerate().entries().sink("indexed")
     return flow.finalize()
 
 
@@ -98,20 +101,32 @@ def _outputs(d: Path) -> dict[int, list[Any]]:
         for line in part.read_text().splitlines():
             obj = json.loads(line)
             v = obj["value"] if "value" in obj else (obj["_1"], obj["_2"])
-            rows.append(tuple(v) if isinstance(v, list) else v)
+            rows.append(_tuples(v))
     return {b: rows for b, rows in out.items() if rows}
 
 
+def _tuples(v: Any) -> Any:
+    """JSON's lists (and `{"_1": .., "_2": ..}` structs) back as tuples, nested."""
+    if isinstance(v, dict) and set(v) == {"_1", "_2"}:
+        return (_tuples(v["_1"]), _tuples(v["_2"]))
+    return tuple(_tuples(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
 def _expected(xs: list[list[int]], ks: list[list[tuple[str, int]]]) -> dict[str, dict[int, list[Any]]]:
-    """Per batch: the elements (pairs, keys) not seen in an earlier batch, first occurrence first."""
-    want: dict[str, dict[int, list[Any]]] = {"new_xs": {}, "new_pairs": {}, "new_keys": {}}
+    """Per batch: the elements (pairs, keys) not seen in an earlier batch, first occurrence
+    first; and each pair as (key, (its index within the key over all batches, value))."""
+    want: dict[str, dict[int, list[Any]]] = {"new_xs": {}, "new_pairs": {}, "new_keys": {}, "indexed": {}}
     seen: dict[str, set[Any]] = {p: set() for p in want}
+    count: dict[str, int] = {}
     for b, (xb, kb) in enumerate(zip(xs, ks, strict=True)):
         for port, items in (("new_xs", xb), ("new_pairs", kb), ("new_keys", [k for k, _ in kb])):
             new = [x for i, x in enumerate(items) if x not in seen[port] and x not in items[:i]]
             seen[port] |= set(items)
             if new:
                 want[port][b] = new
+        for k, v in kb:
+            want["indexed"].setdefault(b, []).append((k, (count.get(k, 0), v)))
+            count[k] = count.get(k, 0) + 1
     return want
 
 
@@ -126,7 +141,7 @@ def test_unique_and_keys_count_on_spark_and_answer_like_the_simulator_and_the_dr
 ) -> None:
     runner, got = _run(spark, tmp_path / "native")
     placements = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
-    assert sorted(p.node.op for p in placements) == ["keys", "unique", "unique"], placements
+    assert sorted(p.node.op for p in placements) == ["enumerate", "keys", "unique", "unique"], placements
     assert all(p.native and p.why.startswith(WHY) for p in placements), placements
     assert _unordered(got) == _unordered(_expected(XS, KS))
     report = verify_runner(runner)

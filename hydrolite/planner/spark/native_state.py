@@ -73,6 +73,10 @@ _NATIVE_PARTS: dict[str, tuple[Prim, ...] | None] = {
 }
 
 
+#: top-level operators whose state is how often each element (or key) occurred so far
+OCCURRENCES = (n.Unique, n.Keys, n.Enumerate)
+
+
 @dataclass(frozen=True)
 class NativeState:
     """A keyed aggregate kept by a native streaming aggregation over the query input `input`."""
@@ -89,10 +93,10 @@ class NativeState:
 
     @property
     def occurrences(self) -> bool:
-        """Whether this counts occurrences for a top-level `unique()` / `keys()` (its rows are
-        not a keyed state's values: the operator's handler compares them with the batch's own
-        counts, `ops_state.unique_native`)."""
-        return isinstance(self.node, (n.Unique, n.Keys))
+        """Whether this counts occurrences for a top-level `unique()` / `keys()` / keyed
+        `enumerate()` (its rows are not a keyed state's values: the operator's handler compares
+        them with the batch's own counts, `ops_state.unique_native` / `enumerate_native`)."""
+        return isinstance(self.node, OCCURRENCES)
 
 
 def _strip(x: n.Node) -> n.Node:
@@ -192,9 +196,9 @@ def _part_type(g: ast.expr | None, param: str, vt: HType) -> HType | None:
 def native_of(
     node: n.Node, inputs: Sequence[n.Node], users: dict[int, list[n.Node]], blocked: str | None
 ) -> NativeState | str:
-    """The native form of the carried keyed aggregate (or top-level `unique()` / `keys()`)
-    `node` of one query, or why it has none."""
-    if isinstance(node, (n.Unique, n.Keys)):
+    """The native form of the carried keyed aggregate (or top-level `unique()` / `keys()` /
+    keyed `enumerate()`) `node` of one query, or why it has none."""
+    if isinstance(node, OCCURRENCES):
         return _unique_of(node, inputs, blocked)
     if not isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
         return f"{node.op}() is not an aggregate"
@@ -238,16 +242,20 @@ def native_of(
     return NativeState(node, src, tuple(lookups), alg, vt, kt)
 
 
-def _unique_of(node: n.Unique | n.Keys, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
-    """The native form of a top-level `unique()` (elements never seen in an earlier batch) or
-    of the stateful `keys()` of a keyed stream (keys never seen before), or why it has none.
+def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
+    """The native form of a top-level `unique()` (elements never seen in an earlier batch), of
+    the stateful `keys()` of a keyed stream (keys never seen before) or of a keyed stream's
+    `enumerate()` over time (indexes continuing per key), or why it has none.
 
-    Spark counts each element's occurrences over all batches (`groupBy(element).count()`,
-    update mode): the batch's rows carry the count of every element the batch holds, and an
-    element is new exactly when that count equals its count within the batch. The set of
-    elements seen so far lives in RocksDB, partitioned by element, and never reaches the driver."""
+    Spark counts each element's (each key's) occurrences over all batches
+    (`groupBy(element).count()`, update mode): the batch's rows carry the count of every
+    element the batch holds, this batch's included. An element is new exactly when that count
+    equals its count within the batch; a key's indexes in this batch start at that count minus
+    the batch's own. The counts live in RocksDB, partitioned by element, and never reach the driver."""
     if blocked is not None:
         return blocked
+    if isinstance(node, n.Enumerate) and not node.children[0].meta.kind.keyed:
+        return "not keyed: one count for the whole stream (a number the driver keeps)"
     src = _strip(node.children[0])
     if not any(src is i for i in inputs):
         return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
@@ -256,16 +264,23 @@ def _unique_of(node: n.Unique | n.Keys, inputs: Sequence[n.Node], blocked: str |
         return f"its input {src.op}() {src.site.label} is not a stream of the kind it needs"
     kt = from_python(src.meta.key) if keyed else None
     vt = from_python(src.meta.elem)
-    by: tuple[str, ...] = ("k",) if isinstance(node, n.Keys) else ("k", "v") if keyed else ("v",)
+    by: tuple[str, ...] = ("k",) if isinstance(node, (n.Keys, n.Enumerate)) else ("k", "v") if keyed else ("v",)
     for field, t in (("k", kt), ("v", vt)):
         if field in by and not _keys_only(t):
             what = "keys" if field == "k" else "elements"
             return f"its {what} ({t if t is not None else 'unknown type'}) are not ints, strings, booleans or tuples of them"
-    assert vt is not None and (kt is not None or by != ("k",))
+    if vt is None:
+        return f"the type of its input's elements ({src.meta.elem!r}) has no Spark column type"
+    assert kt is not None or by != ("k",)
     return NativeState(node, src, (), COUNT, vt, kt if kt is not None and by == ("k",) else vt, by)
 
 
 def describe(st: NativeState) -> str:
+    if isinstance(st.node, n.Enumerate):
+        return (
+            f"{WHY}: the keys of {st.input.op}() {st.input.site.label} counted over all batches; a key's indexes "
+            "in a batch start at its count before it"
+        )
     if st.occurrences:
         what = "keys" if st.by == ("k",) else "elements"
         return (

@@ -248,6 +248,9 @@ def unique_native(sf: SFrame, seen: DataFrame) -> SFrame:
 
 def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     """(index, element) with indexes continuing across batches (per key when keyed)."""
+    seen = ctx.native_seen.get(id(node))
+    if seen is not None:
+        return enumerate_native(sf, seen)
     key = ctx.key(node)
     idx = row_index(sf, ["k"] if sf.keyed else [])
     if not sf.keyed:
@@ -268,6 +271,18 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     v = F.struct((F.col("_idx") + F.col("_off")).cast("long").alias("_1"), F.col("v").alias("_2"))
     out = SFrame(df, sf.vt, sf.kt, sf.order)
     return project(out, v, TupleT((INT, sf.vt)))
+
+
+def enumerate_native(sf: SFrame, seen: DataFrame) -> SFrame:
+    """A keyed stream's (index, element) pairs from `seen` (`NativeAggregations.seen`: each key
+    of the batch with its count over all batches, this one included): a key's indexes in this
+    batch start at that count minus the key's count within the batch."""
+    in_key = Window.partitionBy("k")
+    df = sf.df.withColumn("_idx", row_index(sf, ["k"])).withColumn("_c", F.count(F.lit(1)).over(in_key))
+    df = df.join(seen, df["k"].eqNullSafe(seen["_g0"]), "inner")
+    index = F.col("_t") - F.col("_c") + F.col("_idx")
+    out = SFrame(df, sf.vt, sf.kt, sf.order)
+    return project(out, F.struct(index.cast("long").alias("_1"), F.col("v").alias("_2")), TupleT((INT, sf.vt)))
 
 
 # ------------------------------------------------------------------ previous tick

@@ -23,9 +23,10 @@ batch provably updated (`native_state.native_of` derives that from the IR) is ke
 Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB): no Python
 per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
 the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
-function is not an algebraic fold"). A top-level `unique()` of a query input (and the stateful `keys()` of a keyed one) is kept
-the same way: Spark counts each element's occurrences, and the new elements of a batch are
-those whose count is the batch's own (`native_state.native_of`). It is used under
+function is not an algebraic fold"). A top-level `unique()` of a query input (and the stateful
+`keys()` and `enumerate()` of a keyed one) is kept the same way: Spark counts each element's
+(key's) occurrences; the new elements of a batch are those whose count is the batch's own, a
+key's indexes continue from its count before the batch (`native_state.native_of`). It is used under
 `keyed_state` `executors` and `auto`
 (local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
 was faster than the driver store, README.md "Native aggregation"), never under `driver`.
@@ -48,8 +49,8 @@ from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
-from .native_state import NativeState, native_of
 from .native_state import describe as describe_native
 from .stages import Plan, Stage, where
 
@@ -233,7 +234,7 @@ def place(
     for node in stage.stateful:
         not_native = ""
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
-        if native_here and (keyed_aggregate or isinstance(node, (n.Unique, n.Keys))):  # Keys/Unique: elements seen
+        if native_here and (keyed_aggregate or isinstance(node, OCCURRENCES)):  # unique/keys/enumerate: counts
             found_native = native_of(node, finder.inputs, finder.users, finder._blocker())
             if not isinstance(found_native, str):
                 natives.append(found_native)
@@ -246,7 +247,8 @@ def place(
             continue
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
-            placements.append(Placement(node, False, why_driver + not_native))
+            why = why_driver if keyed_aggregate else _not_partitioned(node) or why_driver  # the option is moot
+            placements.append(Placement(node, False, why + not_native))
             continue
         if isinstance(node, n.Join):
             side = finder.join_of(node)
@@ -269,6 +271,16 @@ def place(
         placements.append(Placement(node, True, why))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
     return StagePlacement(region, tuple(placements), tuple(natives))
+
+
+def _not_partitioned(node: n.Node) -> str | None:
+    """Why `node`'s state is not one the executors could partition by key whatever the run
+    option, or None for a keyed aggregate."""
+    if not isinstance(node, EXECUTOR_AGGREGATES):
+        return f"{node.op}() state is not a keyed aggregate"
+    if not node.children[0].meta.kind.keyed:
+        return "not keyed: one value, nothing to partition (it stays with the driver, which reads it whole)"
+    return None
 
 
 def _deferred_rows(node: n.Node) -> str | None:
@@ -363,10 +375,9 @@ class _Finder:
 
     def region_of(self, node: n.Node, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
         """The executor state of `node` and its lookups, or why it stays on the driver."""
-        if not isinstance(node, EXECUTOR_AGGREGATES):
-            return f"{node.op}() state is not a keyed aggregate"
-        if not node.children[0].meta.kind.keyed:
-            return "not keyed: one value, nothing to partition (it stays with the driver, which reads it whole)"
+        not_partitioned = _not_partitioned(node)
+        if not_partitioned is not None:
+            return not_partitioned
         blocked = self._blocker()
         if blocked is not None:
             return blocked
