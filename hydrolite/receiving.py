@@ -10,14 +10,27 @@ a scenario makes on top of those, and their messages, live here so the two canno
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from .sim.errors import NoMoreOutput
-from .sim.values import render
+# nothing from `hydrolite.sim` at import time: the simulator's receiver subclasses this
+# module's class, so importing the sim package from here would make `import
+# hydrolite.receiving` (or the Spark harness) as a program's first import a circular one
 
 __all__ = ["NoMoreOutput", "ReceiverAssertions"]
 
 T = TypeVar("T")
+
+
+class NoMoreOutput(AssertionError):
+    """A receiver waited for an output, but nothing more can be produced in this execution
+    (an AssertionError: the test expected an output the program cannot give)."""
+
+
+def render(v: Any) -> str:
+    """The simulator's short rendering of a value (`hydrolite.sim.values.render`)."""
+    from .sim.values import render as sim_render
+
+    return sim_render(v)
 
 
 class ReceiverAssertions(Generic[T]):

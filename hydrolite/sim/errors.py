@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import errors
 from ..errors import HydroliteError, format_at
+from ..receiving import NoMoreOutput as NoMoreOutput  # defined with the receivers of both backends
 from .values import render
 
 if TYPE_CHECKING:
@@ -16,10 +17,6 @@ class SimUsageError(HydroliteError, ValueError):
     """The test used the simulator wrongly (unknown port, missing cluster member, ...)."""
 
     code: ClassVar[str] = "HL-SIM-USAGE"
-
-
-class NoMoreOutput(AssertionError):
-    """A receiver waited for an output, but nothing more can be produced in this execution."""
 
 
 class UserFunctionError(errors.UserFunctionError):
