@@ -87,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "found"))
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument(
+        "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
+    )
     args = ap.parse_args(argv)
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else list(range(args.seed, args.seed + args.programs))
     from hydrolite.planner.spark.session import spark_session
 
     spark = spark_session(
@@ -99,15 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     counts: Counter[str] = Counter()
     found: list[str] = []
     t0 = time.time()
-    for i in range(args.programs):
-        seed = args.seed + i
+    for i, seed in enumerate(seeds):
         d = RandomDraw(random.Random(seed))
         source = generate(d).source()
         steps = inputs(d, ["xs", "ys", "ks", "ws"])
         t = time.time()
         out = _safe(spark, source, steps)
         counts[out.status] += 1
-        print(f"program {i + 1}/{args.programs} seed={seed}: {out.status} ({time.time() - t:.1f}s)", flush=True)
+        print(f"program {i + 1}/{len(seeds)} seed={seed}: {out.status} ({time.time() - t:.1f}s)", flush=True)
         if _bad(out):
             small, small_steps, shrunk = (source, steps, out) if args.no_shrink else shrink(spark, source, steps)
             os.makedirs(args.out, exist_ok=True)
@@ -125,9 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"--- shrunk reproducer ({path}):\n{small}\nSTEPS = {small_steps!r}\n{shrunk.detail}\n---", flush=True
             )
     minutes = (time.time() - t0) / 60
-    print(
-        f"\nprograms tried: {args.programs} (seeds {args.seed}..{args.seed + args.programs - 1}) in {minutes:.1f} min"
-    )
+    tried = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
+    print(f"\nprograms tried: {len(seeds)} (seeds {tried}) in {minutes:.1f} min")
     print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     print(f"divergences found: {counts['divergent']}, errors: {counts['error']}; reproducers: {found or 'none'}")
     return 1 if found else 0
