@@ -193,3 +193,5 @@ def test_a_checkpoint_with_the_elements_seen_on_the_driver_does_not_resume_count
         FlowRunner(_program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"xs": "feed:/x", "ks": "feed:/y"})
     text = str(err.value)
     assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
+    for op in ("unique", "keys", "enumerate"):  # each of them would start counting from nothing
+        assert f"{op}@test_native_unique.py" in text, text
