@@ -197,6 +197,33 @@ def test_plan_says_deferred_rows_live_in_parquet_the_executors_write_and_one_val
         assert "the stream cycle's elements for the next batch, kept by defer_tick()" in cycle
 
 
+def test_each_state_gives_the_reason_that_decides_its_home() -> None:
+    """The keyed-state option's reason only where the option decides: a non-keyed fold and a
+    non-keyed enumerate() stay on the driver whatever it says; a keyed enumerate() of a
+    source is counted natively unless the run asks for driver state."""
+    from hydrolite.planner.spark.placement import place_all
+
+    flow = hl.FlowBuilder("reasons")
+    proc = flow.process(Server)
+    proc.source("xs", int).enumerate().sink("indexed")
+    proc.keyed_source("ks", str, int).enumerate().entries().sink("indexed_by_key")
+    proc.source("ys", int).fold(lambda: 0, lambda a, y: a + y).snapshot(
+        proc.tick(), nondet("any")
+    ).into_stream().all_ticks().sink("sum")
+    plan = plan_flow(flow.finalize())
+    for option, keyed_why in (("auto", "native streaming aggregation"), ("driver", "the run asked for driver state")):
+        place_all(plan, option, "local[2]")
+        whys = {
+            p.node.op + ("k" if p.node.children[0].meta.kind.keyed else ""): p
+            for s in plan.stages
+            for p in (s.placement.placements if s.placement is not None else ())
+        }
+        assert whys["enumeratek"].why.startswith(keyed_why), (option, whys["enumeratek"].why)
+        assert whys["enumeratek"].native == (option == "auto")
+        assert whys["enumerate"].why.startswith("enumerate() state is not a keyed aggregate"), whys["enumerate"].why
+        assert whys["fold"].why.startswith("not keyed: one value"), whys["fold"].why
+
+
 def test_cli_plan_into_a_closed_pipe_ends_quietly() -> None:
     import subprocess
     import sys

@@ -247,7 +247,12 @@ def place(
             continue
         if not executors and not (joins_here and isinstance(node, n.Join)):
             _refuse_unbounded_join(node, why_driver)
-            why = why_driver if keyed_aggregate else _not_partitioned(node) or why_driver  # the option is moot
+            # a state no option moves says its own reason; one the option kept from the native
+            # path (a count of occurrences it could have taken) says the option
+            moot = not keyed_aggregate
+            if moot and not native_here and isinstance(node, OCCURRENCES):
+                moot = isinstance(native_of(node, finder.inputs, finder.users, finder._blocker()), str)
+            why = (_not_partitioned(node) or why_driver) if moot else why_driver
             placements.append(Placement(node, False, why + not_native))
             continue
         if isinstance(node, n.Join):
