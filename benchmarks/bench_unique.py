@@ -1,14 +1,18 @@
-"""A top-level `unique()` on Spark: the elements seen kept by Spark's streaming aggregation
-(RocksDB, `native_state._unique_of`) vs the driver's SQLite store (hydrolite before).
+"""A top-level `unique()` (or a keyed `enumerate()`) on Spark: the occurrences counted by
+Spark's streaming aggregation (RocksDB, `native_state._unique_of`) vs the driver's SQLite
+store (hydrolite before).
 
-One program — `source("xs", int).unique().sink("new")` — reads the same Parquet files
-(`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once with
-`keyed_state="auto"` (native) and once with `keyed_state="driver"`. Each batch repeats
-elements of its own and of earlier batches. Every output is checked: each distinct input
-element is written exactly once, in the batch of its first occurrence.
+One program — `source("xs", int).unique().sink("new")`, or with `--op enumerate`
+`keyed_source("xs", int, int).enumerate().entries().sink("new")` — reads the same Parquet
+files (`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once
+with `keyed_state="auto"` (native) and once with `keyed_state="driver"`. Each batch repeats
+elements (keys) of its own and of earlier batches. Every output is checked: each distinct
+input element is written exactly once, in the batch of its first occurrence; each keyed row
+carries its index within its key over all batches.
 
     python benchmarks/bench_unique.py                        # 4 x 250k rows over 600k elements
     python benchmarks/bench_unique.py --rows 1000000 --elements 3000000 --repeat 1
+    python benchmarks/bench_unique.py --op enumerate         # the same rows as keys, each value its row number
     python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
 
 Prints, per path, the median time of the `availableNow` query, input rows/s, the driver
@@ -36,37 +40,53 @@ class Reader:
     """Tag of the process that reads the elements."""
 
 
-def build() -> Any:
+def build(op: str) -> Any:
     import hydrolite as hl
 
     flow = hl.FlowBuilder("bench_unique")
-    flow.process(Reader).source("xs", int).unique().sink("new")
+    reader = flow.process(Reader)
+    if op == "enumerate":
+        reader.keyed_source("xs", int, int).enumerate().entries().sink("new")
+    else:
+        reader.source("xs", int).unique().sink("new")
     return flow.finalize()
 
 
-def write_inputs(d: str, batches: int, rows: int, elements: int) -> dict[int, int]:
+def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "unique") -> dict[int, int]:
     """Batch b's elements: a scattered walk over `elements` values (repeats within and across
-    batches). Returns element -> the batch of its first occurrence."""
+    batches). Returns element -> the batch of its first occurrence; with `op` enumerate the
+    walk gives the keys, each row's value is its row number, and the result is row number ->
+    the row's index within its key."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     os.makedirs(d)
-    first: dict[int, int] = {}
+    want: dict[int, int] = {}
+    seen: dict[int, int] = {}
     for b in range(batches):
         xs = [(b * rows + i) * 7919 % elements for i in range(rows)]
-        for x in xs:
-            first.setdefault(x, b)
-        pq.write_table(pa.table({"value": xs}), os.path.join(d, f"part-{b:04d}.parquet"))
-    return first
+        if op == "enumerate":
+            for i, x in enumerate(xs):
+                want[b * rows + i] = seen.get(x, 0)
+                seen[x] = seen.get(x, 0) + 1
+            table = pa.table({"key": xs, "value": list(range(b * rows, (b + 1) * rows))})
+        else:
+            for x in xs:
+                want.setdefault(x, b)
+            table = pa.table({"value": xs})
+        pq.write_table(table, os.path.join(d, f"part-{b:04d}.parquet"))
+    return want
 
 
-def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int]) -> tuple[float, int, str]:
+def run(
+    spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int], op: str = "unique"
+) -> tuple[float, int, str]:
     from pyspark.sql import functions as F
 
     from hydrolite.planner.spark.runtime import FlowRunner
 
     runner = FlowRunner(
-        build(),
+        build(op),
         spark=spark,
         checkpoint=os.path.join(out, "ck"),
         inputs={"xs": f"parquet:{inp}?maxFilesPerTrigger=1"},
@@ -82,10 +102,14 @@ def run(spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int])
     elapsed = time.perf_counter() - t0
     grew = max(0, status(os.getpid(), "VmHWM") - before)  # the kernel updates the peak lazily: a few KB below is 0
     runner.stop()
-    written = spark.read.parquet(f"{out}/new").select("value", F.col("batch_id")).collect()
-    assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
-    for value, batch in written[:: max(1, len(written) // 20_000)]:  # a sample: the check runs here
-        assert first[value] == batch, (value, batch, first[value])
+    if op == "enumerate":  # (key, (index, row number)) rows
+        written = spark.read.parquet(f"{out}/new").select(F.col("_2._2"), F.col("_2._1")).collect()
+        assert len(written) == len(first), f"{len(written)} rows written, {len(first)} sent"
+    else:
+        written = spark.read.parquet(f"{out}/new").select("value", F.col("batch_id")).collect()
+        assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
+    for value, got in written[:: max(1, len(written) // 20_000)]:  # a sample: the check runs here
+        assert first[value] == got, (value, got, first[value])
     return elapsed, grew, ("native" if placed.native else "driver") + f": {placed.why[:60]}"
 
 
@@ -95,6 +119,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=250_000, help="rows per batch")
     ap.add_argument("--elements", type=int, default=600_000, help="distinct values the rows are drawn from")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--op", choices=("unique", "enumerate"), default="unique")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--hydrolite-src", default=ROOT)
     args = ap.parse_args()
@@ -105,22 +130,25 @@ def main() -> None:
     base = tempfile.mkdtemp(prefix="bench-unique-")
     try:
         inp = os.path.join(base, "in")
-        first = write_inputs(inp, args.batches, args.rows, args.elements)
+        first = write_inputs(inp, args.batches, args.rows, args.elements, args.op)
         total = args.batches * args.rows
         warm = os.path.join(base, "warm")
-        warm_first = write_inputs(warm, 2, 1000, 1500)
+        warm_first = write_inputs(warm, 2, 1000, 1500, args.op)
         for ks in ("auto", "driver"):
-            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first)
+            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op)
         times: dict[str, list[float]] = {"auto": [], "driver": []}
         grew: dict[str, list[int]] = {"auto": [], "driver": []}
         for i in range(args.repeat):
             for ks in ("auto", "driver"):
-                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first)
+                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first, args.op)
                 times[ks].append(t)
                 grew[ks].append(g)
                 print(f"round {i}: {ks:6} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{total:,} rows, {len(first):,} distinct elements, {args.batches} batches, {args.master}")
+        what = "rows (keys drawn from" if args.op == "enumerate" else "distinct elements (drawn from"
+        print(
+            f"{args.op}: {total:,} rows, {len(first):,} {what} {args.elements:,}), {args.batches} batches, {args.master}"
+        )
         for k, t in med.items():
             mb = statistics.median(grew[k]) / 1024
             print(f"{k:6}: median {t:7.1f} s, {total / t:9,.0f} rows/s, driver peak RSS +{mb:,.0f} MB")
