@@ -52,9 +52,9 @@ def test_driver_option_keeps_everything_on_the_driver() -> None:
                 assert not p.executors and not p.native, p
                 if isinstance(p.node, EXECUTOR_AGGREGATES) and p.node.children[0].meta.kind.keyed:
                     assert "keyed_state='driver'" in p.why, p  # the option is what keeps it there
-                elif isinstance(p.node, OCCURRENCES) and "keyed_state='driver'" in p.why:
-                    pass  # a count of occurrences the native path would have taken
-                else:  # no option moves it: its own reason (deferred rows: Parquet the executors write)
-                    assert p.rows or "not a keyed aggregate" in p.why or "not keyed" in p.why, p
+                else:  # its own reason (deferred rows: Parquet the executors write), or the option's
+                    # for a count of occurrences the native path would have taken
+                    option_kept = isinstance(p.node, OCCURRENCES) and "keyed_state='driver'" in p.why
+                    assert option_kept or p.rows or "not a keyed aggregate" in p.why or "not keyed" in p.why, p
             seen["driver"] += 1
     assert seen["driver"] and seen["refused"], seen

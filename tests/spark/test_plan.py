@@ -124,7 +124,7 @@ from hydrolite import nondet
 
 
 class Tag:
-    pass
+    "The program's process."
 
 
 def build() -> hl.Flow:
