@@ -9,6 +9,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from .worker_python import worker_python
+
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -42,7 +44,11 @@ def spark_session(
 
     Unless `verbose`, the driver JVM logs errors only (`log4j2-quiet.properties`): Spark's
     start-up warnings (native Hadoop library, loopback address) would drown hydrolite's own
-    lines. A user's own `spark.driver.extraJavaOptions` is left as given."""
+    lines. A user's own `spark.driver.extraJavaOptions` is left as given.
+
+    Spark's Python processes run this interpreter (`worker_python`: on a local master, unless
+    `PYSPARK_PYTHON` says otherwise), importing the installed pyspark rather than SPARK_HOME's
+    zip, which Python compiles anew at every start."""
     from .feed import FeedDataSource
 
     quiet_python_warnings()
@@ -60,7 +66,15 @@ def spark_session(
     quiet = {} if verbose else {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"}
     for k, v in {**DEFAULT_CONF, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    python = None if master is not None and master.startswith("sc://") else worker_python(master, conf or {})
+    if python is None:
+        spark = builder.getOrCreate()
+    else:  # PySpark reads the workers' Python from the environment when the context starts
+        os.environ["PYSPARK_PYTHON"] = python
+        try:
+            spark = builder.getOrCreate()
+        finally:
+            del os.environ["PYSPARK_PYTHON"]
     if master is None or not master.startswith("sc://"):
         spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(FeedDataSource)

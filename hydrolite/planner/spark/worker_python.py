@@ -1,0 +1,110 @@
+"""Which Python executable Spark starts its Python processes with, on this machine.
+
+Spark starts a Python process for every Python function it runs; for a Python streaming
+source (hydrolite's feeds and channels) it starts a fresh one per source every time a query
+starts. Spark launches them with `PYTHONPATH=$SPARK_HOME/python/lib/pyspark.zip:...`, and a
+zip holds no bytecode cache: each start compiled the pyspark modules it imports again, about
+0.85 s of a 1.7 s start here (a program with four sources waited about 7 s before its first
+micro-batch). When `pyspark` is pip-installed, `SPARK_HOME` *is* the installed package, so
+the same modules exist compiled next to it; `worker_python` writes a two-line launcher that
+puts that installation ahead of the zips and runs this interpreter.
+
+Without an explicit choice Spark runs `python3` from `PATH`, which need not be the
+interpreter (or virtual environment) the program runs in; the launcher also fixes that, as
+PySpark's documentation advises (`PYSPARK_PYTHON=sys.executable`).
+
+Only local masters (`local`, `local[N]`, `local-cluster[...]`) get it: their Python
+processes run on this machine. A user's own `PYSPARK_PYTHON` (environment) is left alone,
+and a `spark.pyspark.python` conf is taken as that choice (PySpark itself reads only the
+environment variable once the driver runs in Python).
+
+```python
+>>> worker_python("local[2]", {"spark.pyspark.python": "/opt/py/bin/python"})
+'/opt/py/bin/python'
+>>> worker_python("spark://head:7077", {}) is None  # executors elsewhere: Spark's own choice
+True
+
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Mapping
+
+
+def _spark_home() -> str | None:
+    from pyspark.find_spark_home import _find_spark_home
+
+    try:
+        return _find_spark_home()
+    except Exception:  # pyspark exits with its own message when it finds none; Spark will say so
+        return None
+
+
+def _installed_pyspark_parents() -> list[str]:
+    """The directories holding the installed `pyspark` and `py4j`, when `SPARK_HOME` is that
+    same pyspark (a pip install): then these are the zips' modules, compiled once."""
+    import pyspark
+
+    home = _spark_home()
+    package = os.path.dirname(os.path.abspath(pyspark.__file__))
+    if home is None or os.path.realpath(home) != os.path.realpath(package):
+        return []  # a separate Spark distribution: its zip is what its JVM expects
+    parents: list[str] = []
+    for name in ("pyspark", "py4j"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        parent = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+        if parent not in parents:
+            parents.append(parent)
+    return parents
+
+
+def launcher_text(python: str, first: list[str]) -> str:
+    """The launcher script: `first` ahead of the PYTHONPATH Spark gives, then `python`."""
+    lines = [
+        "#!/bin/sh",
+        "# written by hydrolite (hydrolite/planner/spark/worker_python.py): Spark's Python",
+        "# processes import the installed pyspark (compiled once) before SPARK_HOME's zip",
+    ]
+    if first:
+        prefix = shlex.quote(os.pathsep.join(first))
+        lines += [f'PYTHONPATH={prefix}"${{PYTHONPATH:+:$PYTHONPATH}}"', "export PYTHONPATH"]
+    lines.append(f'exec {shlex.quote(python)} "$@"')
+    return "\n".join(lines) + "\n"
+
+
+def _write_launcher(text: str) -> str:
+    """Write `text` once per content under this user's temporary directory; its path."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    directory = os.path.join(tempfile.gettempdir(), f"hydrolite-{os.getuid()}")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, f"python-{digest}.sh")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)  # atomic: a concurrent session sees the whole file or none
+    return path
+
+
+def worker_python(master: str | None, conf: Mapping[str, str]) -> str | None:
+    """The executable for Spark's Python processes under `master`, or None to keep what the
+    environment says (`PYSPARK_PYTHON` set, not a local master, not POSIX)."""
+    if os.environ.get("PYSPARK_PYTHON"):
+        return None
+    chosen = conf.get("spark.pyspark.python")
+    if chosen:
+        return chosen
+    local = master is None or master == "local" or master.startswith(("local[", "local-cluster["))
+    if not local or os.name != "posix" or not sys.executable:
+        return None
+    return _write_launcher(launcher_text(sys.executable, _installed_pyspark_parents()))

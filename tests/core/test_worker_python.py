@@ -1,0 +1,85 @@
+"""The launcher Spark starts its Python processes with (`worker_python`), run for real."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hydrolite.planner.spark import worker_python as wp
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the launcher is a POSIX shell script")
+
+
+def _sys_path_of(launcher: str, pythonpath: str) -> tuple[str, list[str]]:
+    """Run the launcher as Spark does (PYTHONPATH set to Spark's entries): its interpreter
+    and sys.path."""
+    code = "import sys; print(sys.executable); print('\\n'.join(sys.path))"
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    out = subprocess.run([launcher, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    first, *rest = out.splitlines()
+    return first, rest
+
+
+def test_the_launcher_puts_the_installation_before_sparks_zips(tmp_path: Path) -> None:
+    first = [str(tmp_path / "site one"), str(tmp_path / "it's")]  # spaces and quotes survive the shell
+    for d in first:
+        os.makedirs(d)
+    zip_entry = str(tmp_path / "spark" / "python" / "lib" / "pyspark.zip")
+    launcher = wp._write_launcher(wp.launcher_text(sys.executable, first))
+    assert os.stat(launcher).st_mode & stat.S_IXUSR
+    python, path = _sys_path_of(launcher, zip_entry)
+    assert os.path.realpath(python) == os.path.realpath(sys.executable)
+    assert path.index(first[0]) < path.index(first[1]) < path.index(zip_entry)
+    _, without = _sys_path_of(launcher, "")  # Spark always sets it; an empty one adds nothing else
+    assert "" not in without[1:] and first[0] in without
+
+
+def test_the_same_launcher_is_written_once(tmp_path: Path) -> None:
+    text = wp.launcher_text(sys.executable, [str(tmp_path)])
+    a = wp._write_launcher(text)
+    before = os.stat(a).st_mtime_ns
+    assert wp._write_launcher(text) == a and os.stat(a).st_mtime_ns == before
+    assert wp._write_launcher(wp.launcher_text(sys.executable, [])) != a
+    assert Path(a).read_text() == text
+
+
+def test_the_installed_pyspark_is_what_spark_home_points_at() -> None:
+    """With pyspark pip-installed (as here), SPARK_HOME is the package: its zip holds the same
+    modules, so the launcher puts their directory first."""
+    import pyspark
+
+    parents = wp._installed_pyspark_parents()
+    assert os.path.dirname(os.path.dirname(pyspark.__file__)) in parents
+
+
+@pytest.mark.parametrize(
+    ("master", "conf", "env", "want"),
+    [
+        ("local[2]", {}, None, "launcher"),
+        (None, {}, None, "launcher"),
+        ("local-cluster[2,1,1024]", {}, None, "launcher"),
+        ("local[*]", {"spark.pyspark.python": "/opt/py/bin/python3"}, None, "/opt/py/bin/python3"),
+        ("local[2]", {}, "/usr/bin/python3", None),  # the user's environment decides
+        ("spark://head:7077", {}, None, None),  # executors on other machines: Spark's choice
+        ("yarn", {}, None, None),
+    ],
+)
+def test_who_chooses_the_workers_python(
+    master: str | None, conf: dict[str, str], env: str | None, want: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if env is None:
+        monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    else:
+        monkeypatch.setenv("PYSPARK_PYTHON", env)
+    got = wp.worker_python(master, conf)
+    if want == "launcher":
+        assert got is not None and Path(got).read_text().startswith("#!/bin/sh")
+        assert f"exec {shlex.quote(sys.executable)} " in Path(got).read_text()
+    else:
+        assert got == want
