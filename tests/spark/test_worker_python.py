@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
+SCHEMA = json.dumps(
+    {"type": "struct", "fields": [{"name": c, "type": "long", "nullable": True, "metadata": {}} for c in ("v", "_seq")]}
+)
 
 
 def _where() -> tuple[str, str]:
@@ -29,3 +35,30 @@ def test_workers_run_this_interpreter_and_the_compiled_pyspark(spark: SparkSessi
     assert os.path.realpath(python) == os.path.realpath(sys.executable)
     assert ".zip" not in module, module
     assert os.path.dirname(module) == os.path.dirname(pyspark.__file__ or "")
+
+
+def test_a_feeds_reader_process_does_not_import_hydrolite(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark starts a Python process per feed at every query start; the session pickles the
+    feed's data source by value, so that process rebuilds it without importing hydrolite."""
+    from pyspark.cloudpickle import dumps
+
+    from hydrolite.planner.spark.feed import FeedDataSource, FeedWriter
+    from hydrolite.planner.spark.types import from_python
+
+    FeedWriter(str(tmp_path / "in"), from_python(int)).send_many([1, 2])
+    (tmp_path / "source.pkl").write_bytes(dumps(FeedDataSource))
+    probe = f"""
+import pickle, sys
+class NoHydrolite:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "hydrolite":
+            raise ImportError("hydrolite imported by " + name)
+sys.meta_path.insert(0, NoHydrolite())
+cls = pickle.loads(open({str(tmp_path / "source.pkl")!r}, "rb").read())
+source = cls({{"path": {str(tmp_path / "in")!r}, "schema": {SCHEMA!r}}})
+reader = source.streamReader(source.schema())
+print(reader.latestOffset({{"entries": 0}}, None))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'entries': 1}"

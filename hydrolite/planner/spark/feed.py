@@ -7,6 +7,10 @@ of sends and a replayed batch reads exactly the same entries. Channels between q
 the same reader over Parquet entries written by the producing query, one per batch id.
 
 Each row gets `_seq = (entry << 32) + row`, the order of the feed.
+
+`spark_session` registers this module to be pickled by value: the Python process Spark starts
+for each feed at each query start then rebuilds the reader without importing hydrolite. So the
+reader classes here use only the standard library, pyarrow and pyspark.
 """
 
 from __future__ import annotations
