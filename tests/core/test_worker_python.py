@@ -83,3 +83,20 @@ def test_who_chooses_the_workers_python(
         assert f"exec {shlex.quote(sys.executable)} " in Path(got).read_text()
     else:
         assert got == want
+
+
+def test_a_directory_another_user_could_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher is a script Spark runs: it is never taken from (or written to) a directory
+    others can write, nor trusted when its content differs."""
+    monkeypatch.setattr(wp.tempfile, "tempdir", str(tmp_path))
+    shared = tmp_path / f"hydrolite-{os.getuid()}"
+    shared.mkdir()
+    shared.chmod(0o777)
+    text = wp.launcher_text(sys.executable, [])
+    path = wp._write_launcher(text)
+    assert not path.startswith(str(shared) + os.sep) and Path(path).read_text() == text
+    shared.chmod(0o700)
+    planted = shared / Path(wp._write_launcher(text)).name
+    assert planted.parent == shared
+    planted.write_text("#!/bin/sh\necho planted\n")
+    assert wp._write_launcher(text) == str(planted) and planted.read_text() == text

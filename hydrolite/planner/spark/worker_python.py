@@ -33,6 +33,7 @@ import hashlib
 import importlib.util
 import os
 import shlex
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -81,18 +82,36 @@ def launcher_text(python: str, first: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_launcher(text: str) -> str:
-    """Write `text` once per content under this user's temporary directory; its path."""
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+def _private_dir() -> str:
+    """This user's directory for launchers under the temporary directory: owned by this user
+    and writable by no one else (another user could otherwise plant a script we would run);
+    a new private directory when that one is not."""
     directory = os.path.join(tempfile.gettempdir(), f"hydrolite-{os.getuid()}")
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    path = os.path.join(directory, f"python-{digest}.sh")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, path)  # atomic: a concurrent session sees the whole file or none
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        st = os.lstat(directory)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
+            return directory
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix="hydrolite-")
+
+
+def _write_launcher(text: str) -> str:
+    """Write `text` once per content into this user's private directory; its path."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = os.path.join(_private_dir(), f"python-{digest}.sh")
+    try:
+        with open(path) as fh:
+            if fh.read() == text:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)  # atomic: a concurrent session sees the whole file or none
     return path
 
 
