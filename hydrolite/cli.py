@@ -98,11 +98,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = plan_flow(flow, _cluster_sizes(args.cluster_members))
     place_all(plan, args.keyed_state, args.master or "local[*]")  # as `run --keyed-state` would place it
     if args.against is not None:
+        from .planner.spark.lock import checkpoint_dir
         from .planner.spark.upgrade import reconcile
 
-        if not os.path.isdir(args.against):
+        against = checkpoint_dir(args.against)  # a URI is refused as `run` refuses it
+        if not os.path.isdir(against):
             raise SystemExit(f"hydrolite: error: --against {args.against}: no such checkpoint directory")
-        recon = reconcile(plan, args.against, args.reset_state)
+        recon = reconcile(plan, against, args.reset_state)
         print(recon.render())
         return 1 if recon.refused else 0
     print(RENDERERS[args.format](plan))
@@ -124,17 +126,19 @@ def _keyed_state_option(p: argparse.ArgumentParser) -> None:
 def cmd_offsets(args: argparse.Namespace) -> int:
     import json
 
+    from .planner.spark.lock import checkpoint_dir
     from .planner.spark.offsets import read_offset_log, repair_offsets
 
+    checkpoint = checkpoint_dir(args.checkpoint)  # a URI is refused as `run` refuses it
     if args.repair:
-        repaired = repair_offsets(args.checkpoint)
+        repaired = repair_offsets(checkpoint)
         for path in repaired:
             print(f"hydrolite: rebuilt {path} from hydrolite's remap log", file=sys.stderr)
         if not repaired:
             print("hydrolite: no damaged offset file that the remap log can rebuild", file=sys.stderr)
-    ticks = read_offset_log(args.checkpoint, args.query)
+    ticks = read_offset_log(checkpoint, args.query)
     if not ticks:
-        print(f"no offset log under {args.checkpoint}", file=sys.stderr)
+        print(f"no offset log under {checkpoint}", file=sys.stderr)
         return 1
     for t in ticks:
         if args.json:
@@ -265,11 +269,12 @@ def _serve_metrics(runner: FlowRunner, port: int | None, addr: str) -> RunMetric
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
+    from .planner.spark.lock import checkpoint_dir
     from .planner.spark.session import spark_session
     from .planner.spark.verify import verify_run
 
     _, flow = load_program(args.program)
-    checkpoint = os.path.abspath(args.checkpoint)
+    checkpoint = checkpoint_dir(args.checkpoint)  # a URI is refused as `run` refuses it
     if not os.path.isdir(checkpoint):
         raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
     spark = spark_session(args.master, {})
