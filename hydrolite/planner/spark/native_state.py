@@ -105,6 +105,19 @@ def _strip(x: n.Node) -> n.Node:
     return x
 
 
+#: on a keyed stream, one element out for each element in, under the same key
+_ONE_PER_KEYED_ELEMENT = (n.Map, n.Inspect)
+
+
+def _strip_per_key(x: n.Node) -> n.Node:
+    """`_strip`, and value maps of a keyed stream too: a key occurs in `ks.map(f)` exactly as
+    often as in `ks`, batch by batch, so what counts keys (`keys()`, keyed `enumerate()`) can
+    count them in `ks` (no function runs in the aggregation)."""
+    while isinstance(x, _IDENTITY) or (isinstance(x, _ONE_PER_KEYED_ELEMENT) and x.meta.kind is Kind.KEYED_STREAM):
+        x = x.children[0]
+    return x
+
+
 def _keys_only(t: HType | None) -> bool:
     if isinstance(t, TupleT):
         return all(_keys_only(i) for i in t.items)
@@ -256,7 +269,8 @@ def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> N
         return blocked
     if isinstance(node, n.Enumerate) and not node.children[0].meta.kind.keyed:
         return "not keyed: one count for the whole stream (a number the driver keeps)"
-    src = _strip(node.children[0])
+    per_key = isinstance(node, (n.Keys, n.Enumerate))  # counts keys only: value maps do not change them
+    src = _strip_per_key(node.children[0]) if per_key else _strip(node.children[0])
     if not any(src is i for i in inputs):
         return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
     keyed = src.meta.kind is Kind.KEYED_STREAM
@@ -264,7 +278,7 @@ def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> N
         return f"its input {src.op}() {src.site.label} is not a stream of the kind it needs"
     kt = from_python(src.meta.key) if keyed else None
     vt = from_python(src.meta.elem)
-    by: tuple[str, ...] = ("k",) if isinstance(node, (n.Keys, n.Enumerate)) else ("k", "v") if keyed else ("v",)
+    by: tuple[str, ...] = ("k",) if per_key else ("k", "v") if keyed else ("v",)
     for field, t in (("k", kt), ("v", vt)):
         if field in by and not _keys_only(t):
             what = "keys" if field == "k" else "elements"
