@@ -364,7 +364,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         v = prog.pick(d, lambda v: v.kind == "keyed")
         if v is None:
             return
-        what = d.int(0, 3)
+        what = d.int(0, 4)
         if what == 0:
             prog.new(f"{v.name}.unique()", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key)
         elif what == 1 and v.ordered:
@@ -375,6 +375,11 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
             f, comm = d.choice(REDUCES)
             comm = comm or not v.ordered
             prog.new(f"{v.name}.reduce{'_commutative' if comm else ''}({f})", "ksingle", v.tick, key=v.key)
+        elif what == 4:  # a value map keeps the keys: what counts them counts its input's (native_state.py)
+            kw = {"ordered": v.ordered, "source": v.source, "key": v.key}
+            mapped = prog.new(f"{v.name}.map(lambda x: x * 3 + 1)", "keyed", v.tick, **kw)
+            if d.bool():  # the keys (over time at top level: a state)
+                prog.new(f"{mapped.name}.keys()", "stream", v.tick, elem=v.key, ordered=False)
         elif v.ordered:
             prog.new(f"{v.name}.{d.choice(['first', 'last'])}()", "ksingle", v.tick, key=v.key)
     elif op == 16:  # a stream carried to the next run by a tick cycle
