@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 import warnings
 from collections.abc import Mapping
 
@@ -51,11 +50,13 @@ def spark_session(
     Spark's Python processes run this interpreter (`worker_python`: on a local master, unless
     `PYSPARK_PYTHON` says otherwise), importing the installed pyspark rather than SPARK_HOME's
     zip, which Python compiles anew at every start."""
-    from .feed import FeedDataSource
+    from . import feed
 
+    remote = master is not None and master.startswith("sc://")
     quiet_python_warnings()
     builder = SparkSession.builder.appName(app_name)
-    if master is not None and master.startswith("sc://"):
+    if remote:
+        assert master is not None
         if importlib.util.find_spec("grpc") is None:  # pyspark would exit the process instead
             from .errors import SparkRunError
 
@@ -68,7 +69,7 @@ def spark_session(
     quiet = {} if verbose else {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"}
     for k, v in {**DEFAULT_CONF, **quiet, **(conf or {})}.items():
         builder = builder.config(k, v)
-    python = None if master is not None and master.startswith("sc://") else worker_python(master, conf or {})
+    python = None if remote else worker_python(master, conf or {})
     if python is None:
         spark = builder.getOrCreate()
     else:  # PySpark reads the workers' Python from the environment when the context starts
@@ -77,10 +78,10 @@ def spark_session(
             spark = builder.getOrCreate()
         finally:
             del os.environ["PYSPARK_PYTHON"]
-    if master is None or not master.startswith("sc://"):
+    if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     # pickled by value: Spark's Python processes for a feed (one per feed at each query start)
     # then rebuild the reader without importing hydrolite (0.12 s of each start; feed.py)
-    register_pickle_by_value(sys.modules[FeedDataSource.__module__])
-    spark.dataSource.register(FeedDataSource)
+    register_pickle_by_value(feed)
+    spark.dataSource.register(feed.FeedDataSource)
     return spark

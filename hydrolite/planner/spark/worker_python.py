@@ -89,24 +89,29 @@ def _private_dir() -> str:
     directory = os.path.join(tempfile.gettempdir(), f"hydrolite-{os.getuid()}")
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        st = os.lstat(directory)
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
-            return directory
-    except OSError:
-        pass
+    except FileExistsError:  # a file (or a link to one) of that name: not ours to use
+        return tempfile.mkdtemp(prefix="hydrolite-")
+    st = os.lstat(directory)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022:
+        return directory
     return tempfile.mkdtemp(prefix="hydrolite-")
+
+
+def _holds(path: str, text: str) -> bool:
+    """Whether the file at `path` exists with exactly `text` in it."""
+    try:
+        with open(path) as fh:
+            return fh.read() == text
+    except FileNotFoundError:
+        return False
 
 
 def _write_launcher(text: str) -> str:
     """Write `text` once per content into this user's private directory; its path."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     path = os.path.join(_private_dir(), f"python-{digest}.sh")
-    try:
-        with open(path) as fh:
-            if fh.read() == text:
-                return path
-    except OSError:
-        pass
+    if _holds(path, text):
+        return path
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as fh:
         fh.write(text)
