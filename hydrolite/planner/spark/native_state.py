@@ -48,6 +48,7 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
+from .projection import project
 from .stages import Stage
 from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 
@@ -90,6 +91,14 @@ class NativeState:
     #: the input's payload fields grouped by: ("k",) for a keyed aggregate and for `keys()`;
     #: ("v",) / ("k", "v") for a `unique()` of a stream / of a keyed stream
     by: tuple[str, ...] = ("k",)
+    #: projections between `input` and the state's own input, input first (`projection.py`):
+    #: the aggregation computes them with Spark columns
+    chain: tuple[n.Node, ...] = ()
+
+    @property
+    def top(self) -> n.Node:
+        """The state's own input (its child, up to identity steps): `input` through `chain`."""
+        return self.chain[-1] if self.chain else self.input
 
     @property
     def occurrences(self) -> bool:
@@ -116,6 +125,51 @@ def _strip_per_key(x: n.Node) -> n.Node:
     while isinstance(x, _IDENTITY) or (isinstance(x, _ONE_PER_KEYED_ELEMENT) and x.meta.kind is Kind.KEYED_STREAM):
         x = x.children[0]
     return x
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A state's own input as a query input through projections (`projection.py`), with the
+    key and element types the aggregation sees."""
+
+    src: n.Node
+    steps: tuple[n.Node, ...]
+    kt: HType | None
+    vt: HType | None
+
+
+def chain_to(top: n.Node, inputs: Sequence[n.Node]) -> Chain | str:
+    """`top` as a query input through `map`s that are projections and `into_keyed()` (identity
+    steps skipped), or why it is not one: the aggregation then computes those steps itself, in
+    Spark, from the input's typed columns."""
+    steps: list[n.Node] = []
+    x = _strip(top)
+    while not any(x is i for i in inputs):
+        if not isinstance(x, (n.Map, n.IntoKeyed)) or (isinstance(x, n.Map) and function_ast(x.f) is None):
+            return f"its input passes through {x.op}() {x.site.label} (the aggregation reads a query input directly)"
+        steps.append(x)
+        x = _strip(x.children[0])
+    steps.reverse()
+    keyed = x.meta.kind is Kind.KEYED_STREAM
+    if not (keyed or x.meta.kind is Kind.STREAM):
+        return f"its input {x.op}() {x.site.label} is not a stream"
+    kt, vt = (from_python(x.meta.key) if keyed else None), from_python(x.meta.elem)
+    for step in steps:
+        if vt is None:
+            return f"the type of {step.op}() {step.site.label}'s input has no Spark column type"
+        if isinstance(step, n.IntoKeyed):
+            if not (isinstance(vt, TupleT) and len(vt.items) == 2):
+                return f"into_keyed() {step.site.label} is not of typed pairs"
+            kt, vt = vt.items
+            continue
+        got = project(step.f, vt)  # type: ignore[attr-defined]
+        if got is None:
+            return (
+                f"its input passes through map() {step.site.label}, a function that is not a projection "
+                "(fields by constant index or name, tuples of them and constants: the aggregation computes only those)"
+            )
+        vt = got.t
+    return Chain(x, tuple(steps), kt, vt)
 
 
 def _keys_only(t: HType | None) -> bool:
@@ -219,12 +273,12 @@ def native_of(
         return "not keyed"
     if blocked is not None:
         return blocked
-    src = _strip(node.children[0])
-    if not any(src is i for i in inputs):
-        return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
-    if src.meta.kind is not Kind.KEYED_STREAM:
-        return f"its input {src.op}() {src.site.label} is not a keyed stream"
-    kt, vt = from_python(src.meta.key), from_python(src.meta.elem)
+    chain = chain_to(node.children[0], inputs)
+    if isinstance(chain, str):
+        return chain
+    if chain.kt is None:
+        return f"its input {chain.src.op}() {chain.src.site.label} is not a keyed stream"
+    kt, vt = chain.kt, chain.vt
     if not _keys_only(kt):
         return (
             f"its keys ({kt if kt is not None else 'unknown type'}) are not ints, strings, booleans or tuples of them"
@@ -252,7 +306,7 @@ def native_of(
     if not lookups:
         return "nothing in the query reads it per key"
     assert vt is not None
-    return NativeState(node, src, tuple(lookups), alg, vt, kt)
+    return NativeState(node, chain.src, tuple(lookups), alg, vt, kt, chain=chain.steps)
 
 
 def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
@@ -270,14 +324,12 @@ def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> N
     if isinstance(node, n.Enumerate) and not node.children[0].meta.kind.keyed:
         return "not keyed: one count for the whole stream (a number the driver keeps)"
     per_key = isinstance(node, (n.Keys, n.Enumerate))  # counts keys only: value maps do not change them
-    src = _strip_per_key(node.children[0]) if per_key else _strip(node.children[0])
-    if not any(src is i for i in inputs):
-        return f"its input passes through {src.op}() {src.site.label} (the aggregation reads a query input directly)"
-    keyed = src.meta.kind is Kind.KEYED_STREAM
-    if not (keyed or src.meta.kind is Kind.STREAM) or (isinstance(node, n.Keys) and not keyed):
-        return f"its input {src.op}() {src.site.label} is not a stream of the kind it needs"
-    kt = from_python(src.meta.key) if keyed else None
-    vt = from_python(src.meta.elem)
+    chain = chain_to(_strip_per_key(node.children[0]) if per_key else node.children[0], inputs)
+    if isinstance(chain, str):
+        return chain
+    src, keyed, kt, vt = chain.src, chain.kt is not None, chain.kt, chain.vt
+    if isinstance(node, n.Keys) and not keyed:
+        return f"its input {src.op}() {src.site.label} is not a keyed stream"
     by: tuple[str, ...] = ("k",) if per_key else ("k", "v") if keyed else ("v",)
     for field, t in (("k", kt), ("v", vt)):
         if field in by and not _keys_only(t):
@@ -286,26 +338,29 @@ def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> N
     if vt is None:
         return f"the type of its input's elements ({src.meta.elem!r}) has no Spark column type"
     assert kt is not None or by != ("k",)
-    return NativeState(node, src, (), COUNT, vt, kt if kt is not None and by == ("k",) else vt, by)
+    return NativeState(node, src, (), COUNT, vt, kt if kt is not None and by == ("k",) else vt, by, chain.steps)
+
+
+def _through(st: NativeState) -> str:
+    """' through map() x.py:3, into_keyed() x.py:3': the projections the aggregation computes."""
+    return " through " + ", ".join(f"{x.op}() {x.site.label}" for x in st.chain) if st.chain else ""
 
 
 def describe(st: NativeState) -> str:
+    src = f"{st.input.op}() {st.input.site.label}{_through(st)}"
     if isinstance(st.node, n.Enumerate):
         return (
-            f"{WHY}: the keys of {st.input.op}() {st.input.site.label} counted over all batches; a key's indexes "
+            f"{WHY}: the keys of {src} counted over all batches; a key's indexes "
             "in a batch start at its count before it"
         )
     if st.occurrences:
         what = "keys" if st.by == ("k",) else "elements"
         return (
-            f"{WHY}: the {what} of {st.input.op}() {st.input.site.label} counted over all batches; "
+            f"{WHY}: the {what} of {src} counted over all batches; "
             f"the new ones are those whose count is the batch's own"
         )
     readers = ", ".join(f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups)
-    return (
-        f"{WHY}: an algebraic {st.node.op}() of {st.input.op}() {st.input.site.label}, read only at the keys "
-        f"the batch updated (by {readers})"
-    )
+    return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {readers})"
 
 
 # ------------------------------------------------------------------ at run time
@@ -338,7 +393,7 @@ class NativeAggregations:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
             i = next(
-                (i for i, st in enumerate(self.states) if not st.occurrences and _strip(x.children[0]) is st.input),
+                (i for i, st in enumerate(self.states) if not st.occurrences and _strip(x.children[0]) is st.top),
                 None,
             )
             if i is not None:
@@ -361,8 +416,7 @@ class NativeAggregations:
             rows = raw.filter(F.col("_src") == inp.src)
             if inp.quarantined:
                 rows = good_rows(rows)
-            fields = ["k", "v"] if st.input.meta.kind.keyed else ["v"]
-            rows = rows.select(*[F.col(f"p{inp.src}.{c}").alias(c) for c in fields])
+            rows = rows.select(*_element_columns(st, F.col(f"p{inp.src}")))
             parts = partial_columns(st.algebra, TExpr(F.col("v"), st.vt), None)
             self._parts.append([t for _, t in parts])
             agg = rows.groupBy(*st.by).agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
@@ -447,7 +501,7 @@ class NativeAggregations:
                 if not (isinstance(pairs, n.Map) and _pair_with_key(pairs.f)):
                     continue
                 keys_of = self.keys.get(id(_strip(pairs.children[0])))  # every state of one input emits the same keys
-                if keys_of is None or self.states[keys_of[1]].input is not st.input:
+                if keys_of is None or self.states[keys_of[1]].top is not st.top:
                     continue
                 try:
                     te = translate(pairs.f, [TExpr(F.col(f"_n{i}.k"), st.kt)])  # over the state's rows
@@ -473,6 +527,22 @@ class NativeAggregations:
                 groups = [F.col(f"_n{i}.{c}").alias(f"_g{j}") for j, c in enumerate(st.by)]
                 out[id(st.node)] = rows.select(*groups, F.col(f"_n{i}.p0").alias("_t"))
         return out
+
+
+def _element_columns(st: NativeState, payload: Any) -> list[Any]:
+    """The columns `k` (keyed) and `v` the state aggregates, from its input's payload struct:
+    the input's own, or computed through the state's projections."""
+    keyed = st.input.meta.kind.keyed
+    k, v, vt = (payload.getField("k") if keyed else None), payload.getField("v"), from_python(st.input.meta.elem)
+    for step in st.chain:
+        if isinstance(step, n.IntoKeyed):
+            k, v = v.getField("_1"), v.getField("_2")
+            vt = vt.items[1] if isinstance(vt, TupleT) else None
+            continue
+        got = project(step.f, vt) if vt is not None else None  # type: ignore[attr-defined]
+        assert got is not None, "chain_to checked every step"
+        v, vt = got.col(v), got.t
+    return ([k.alias("k")] if k is not None else []) + [v.alias("v")]
 
 
 @dataclass

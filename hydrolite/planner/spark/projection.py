@@ -1,0 +1,116 @@
+"""Projections: user functions that only pick fields of their argument and build tuples.
+
+`lambda p: (p[1], p[2])`, `lambda w: (w, 1)`, `lambda e: e.user`: such a function reads
+fields of its one argument by constant index or name, builds tuples of them and of
+constants, and does nothing else. Its result, and its type, follow from the argument's type
+alone, and it cannot fail on a well-typed element. So the planner can decide *before Spark
+runs* (`hydrolite plan` starts no JVM) that a native streaming aggregation can compute it
+in its own plan (`native_state.py`: `events.map(lambda e: (e.user, 1)).into_keyed().count()`
+keeps its counts in Spark's state store, no Python per element). Anything else is not a
+projection (`project` returns None) and keeps its other paths.
+
+    >>> import ast
+    >>> from hydrolite.planner.spark.types import Prim, TupleT
+    >>> t = TupleT((Prim(str), Prim(str), Prim(int)))
+    >>> def of(src):  # the body of `lambda p: <src>` (a doctest's lambda has no source file to read)
+    ...     return _walk(ast.parse(src, mode="eval").body, "p", t)
+    >>> of("(p[1], p[2])").t.describe(), of("(p[-1], 1)").t.describe()
+    ('tuple[str, int]', 'tuple[int, int]')
+    >>> of("p[0].upper()") is None, of("p[3]") is None
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .fn_source import function_ast
+from .types import HType, Prim, RecordT, TupleT, _is_namedtuple
+
+#: Column -> Column, built only when Spark runs (`Projected.col`)
+Build = Callable[[Any], Any]
+_CONSTANTS = (bool, int, str)
+
+
+@dataclass(frozen=True)
+class Projected:
+    """A projection's result type, and how to compute it from the argument's Column."""
+
+    t: HType
+    build: Build
+
+    def col(self, arg: Any) -> Any:
+        """The result as a Spark Column over the argument's Column `arg` (needs a SparkContext)."""
+        return self.build(arg)
+
+
+def project(f: Callable[..., Any], t: HType) -> Projected | None:
+    """`f` applied to an element of type `t`, if `f` is a projection (else None)."""
+    fa = function_ast(f)
+    if fa is None or len(fa.params) != 1:
+        return None
+    return _walk(fa.body, fa.params[0], t)
+
+
+def _walk(e: ast.expr, param: str, t: HType) -> Projected | None:
+    if isinstance(e, ast.Name):
+        return Projected(t, lambda c: c) if e.id == param else None
+    if isinstance(e, ast.Constant):
+        if type(e.value) not in _CONSTANTS:  # None, floats, bytes: kept out (keys, exact types)
+            return None
+        const, pt = e.value, Prim(type(e.value))
+
+        def lit(_: Any) -> Any:
+            from pyspark.sql import functions as F
+
+            return F.lit(const).cast(pt.spark())
+
+        return Projected(pt, lit)
+    if isinstance(e, ast.Tuple):
+        parts = [_walk(x, param, t) for x in e.elts]
+        if not parts or any(p is None for p in parts) or any(isinstance(x, ast.Starred) for x in e.elts):
+            return None
+        items = [p for p in parts if p is not None]
+
+        def struct(c: Any) -> Any:
+            from pyspark.sql import functions as F
+
+            return F.struct(*[p.build(c).alias(f"_{i + 1}") for i, p in enumerate(items)])
+
+        return Projected(TupleT(tuple(p.t for p in items)), struct)
+    if isinstance(e, ast.Subscript) and (i := _index(e.slice)) is not None:
+        inner = _walk(e.value, param, t)
+        if inner is None or not _indexable(inner.t):
+            return None
+        items = inner.t.items  # type: ignore[attr-defined]
+        if not -len(items) <= i < len(items):
+            return None
+        i %= len(items)
+        return _field(inner, inner.t.names[i], items[i])  # type: ignore[attr-defined]
+    if isinstance(e, ast.Attribute):
+        inner = _walk(e.value, param, t)
+        if inner is None or not isinstance(inner.t, RecordT) or e.attr not in inner.t.names:
+            return None
+        return _field(inner, e.attr, inner.t.field(e.attr))
+    return None
+
+
+def _index(e: ast.expr) -> int | None:
+    """A constant int index (`2`, `-1`), or None."""
+    neg = isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub)
+    c = e.operand if isinstance(e, ast.UnaryOp) and neg else e
+    if isinstance(c, ast.Constant) and type(c.value) is int:
+        return -c.value if neg else c.value
+    return None
+
+
+def _indexable(t: HType) -> bool:
+    """A tuple, or a record that is a tuple in Python too (a NamedTuple: `e[0]` is its first field)."""
+    return isinstance(t, TupleT) or (isinstance(t, RecordT) and t.cls is not None and _is_namedtuple(t.cls))
+
+
+def _field(inner: Projected, name: str, t: HType) -> Projected:
+    return Projected(t, lambda c: inner.build(c).getField(name))
