@@ -44,6 +44,26 @@ NATIVE_AGGREGATES = [
     "reduce(lambda a, b: max(a, b))",
     "reduce_commutative(lambda a, b: a + b)",
 ]
+#: the store's keyed input: the keyed source itself, or it through projections the aggregation
+#: computes from the source's columns (`projection.py`; str keys, int values either way).
+#: `entries()` loses the order across keys: `assume_ordering` restores it for the folds (every
+#: aggregate here gives the same result in any order)
+INPUTS = [
+    "ks",
+    "ks",
+    "ks.entries().map(lambda e: (e[0], e[1])).into_keyed().assume_ordering(ND)",
+    "ks.map(lambda v: (v, True, 'x')).map(lambda t: t[0])",
+    "ks.entries().map(lambda e: ((e[1], e[0]), 7)).map(lambda p: (p[0][1], (p[1], p[0][0]))).into_keyed()"
+    ".assume_ordering(ND).map(lambda v: v[-1])",
+    "xs.map(lambda x: ('k', x)).into_keyed()",
+]
+#: top-level counts of occurrences over chains of `xs` (native too), sunk as they are
+OCCURRING = [
+    "xs.map(lambda x: (x, x)).into_keyed().keys()",
+    "xs.map(lambda x: (x, 1)).into_keyed().enumerate().entries()",
+    "xs.map(lambda x: (x, 1)).map(lambda t: t[0]).unique()",
+    "xs.map(lambda x: (x, (x, True))).into_keyed().values().map(lambda v: v[0]).unique()",
+]
 #: requests derived from the tick's batch `b` of the same source: every key one of its elements has
 REQUESTS = [
     "{b}",
@@ -72,9 +92,12 @@ def generate_native(d: Draw, max_ops: int = 4) -> Program:
 
 def _native_store(prog: Program, d: Draw) -> None:
     agg = d.choice(NATIVE_AGGREGATES)
-    prog.lines.append(f"store = ks.{agg}")
+    prog.lines.append(f"kin = {d.choice(INPUTS)}")
+    prog.lines.append(f"store = kin.{agg}")
     prog.lines.append("snap = store.snapshot_aligned(t1, al, ND)")
-    prog.lines.append("b = ks.batch_aligned(t1, al, ND)")
+    prog.lines.append("b = kin.batch_aligned(t1, al, ND)")
+    if d.bool():
+        prog.sinks.append(f'{d.choice(OCCURRING)}.sink("occurring")')
     req = d.choice(REQUESTS).format(b="b")
     if d.bool():
         how = f"({req}).lookup_keyed_singleton(snap)"
@@ -99,6 +122,7 @@ def _load(source: str, directory: str) -> Flow:
 
 
 def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
+    chained = 0
     for seed in range(40):
         source = generate_native(RandomDraw(random.Random(seed))).source()
         flow = _load(source, str(tmp_path))
@@ -106,6 +130,12 @@ def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
         # the store, and any top-level unique() / keys() / keyed enumerate() of a source (counted natively too)
         native = [p for p in placements if p.native and not isinstance(p.node, OCCURRENCES)]
         assert len(native) == 1 and native[0].why.startswith(WHY), f"seed {seed}:\n{source}\n{placements}"
+        if '.sink("occurring")' in source:  # the count of occurrences over the chain too
+            line = next(i + 1 for i, text in enumerate(source.splitlines()) if '.sink("occurring")' in text)
+            counted = [p for p in placements if isinstance(p.node, OCCURRENCES) and p.node.site.line == line]
+            assert counted and all(p.native for p in counted), f"seed {seed}:\n{source}\n{placements}"
+        chained += "kin = ks\n" not in source
+    assert chained >= 10, chained  # the chains of projections are drawn, not only the source itself
 
 
 @pytest.mark.spark

@@ -22,8 +22,10 @@ keys are provably among them — derived from the IR, never assumed (`requests_c
 A requested key is then always present in this batch's rows, so the lookup — an ordinary
 join on the batch's DataFrame, run by the tick (`ops.keyed_lookup`) — answers exactly what
 the driver store would. Further conditions (each refusal is a reason in `hydrolite plan`):
-the state folds a query input directly (no Python function between the input and the state:
-the aggregation reads the input's typed columns); the keys are ints, strings, booleans or
+the state folds a query input directly, or through projections the aggregation computes
+from the input's typed columns (`projection.py`: maps that pick fields and build tuples,
+`into_keyed()`, `entries()`, `values()`; no other Python function between the input and the
+state); the keys are ints, strings, booleans or
 tuples of them (grouped exactly as Python compares them); sums are of ints or booleans
 (a float sum depends on the order Spark adds in; Python folds in arrival order); min/max of
 ints, strings or booleans; `first`/`last` depend on arrival order across batches and are
@@ -48,7 +50,7 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
-from .projection import project
+from .projection import IDENTITY, chain_to, follow, strip_identity
 from .stages import Stage
 from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 
@@ -60,7 +62,6 @@ OUTPUT_MODE = "update"
 NATIVE_SRC = -2
 
 INT, STR, BOOL = Prim(int), Prim(str), Prim(bool)
-_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
 _KEY_KEEPING = (n.Filter, n.Map, n.FilterMap, n.FlatMap)  # on a keyed stream: per value, key unchanged
 #: accumulator parts one aggregation computes exactly -> the element types allowed (None: any)
 _NATIVE_PARTS: dict[str, tuple[Prim, ...] | None] = {
@@ -108,68 +109,17 @@ class NativeState:
         return isinstance(self.node, OCCURRENCES)
 
 
-def _strip(x: n.Node) -> n.Node:
-    while isinstance(x, _IDENTITY):
-        x = x.children[0]
-    return x
-
-
 #: on a keyed stream, one element out for each element in, under the same key
 _ONE_PER_KEYED_ELEMENT = (n.Map, n.Inspect)
 
 
 def _strip_per_key(x: n.Node) -> n.Node:
-    """`_strip`, and value maps of a keyed stream too: a key occurs in `ks.map(f)` exactly as
+    """`strip_identity`, and value maps of a keyed stream too: a key occurs in `ks.map(f)` exactly as
     often as in `ks`, batch by batch, so what counts keys (`keys()`, keyed `enumerate()`) can
     count them in `ks` (no function runs in the aggregation)."""
-    while isinstance(x, _IDENTITY) or (isinstance(x, _ONE_PER_KEYED_ELEMENT) and x.meta.kind is Kind.KEYED_STREAM):
+    while isinstance(x, IDENTITY) or (isinstance(x, _ONE_PER_KEYED_ELEMENT) and x.meta.kind is Kind.KEYED_STREAM):
         x = x.children[0]
     return x
-
-
-@dataclass(frozen=True)
-class Chain:
-    """A state's own input as a query input through projections (`projection.py`), with the
-    key and element types the aggregation sees."""
-
-    src: n.Node
-    steps: tuple[n.Node, ...]
-    kt: HType | None
-    vt: HType | None
-
-
-def chain_to(top: n.Node, inputs: Sequence[n.Node]) -> Chain | str:
-    """`top` as a query input through `map`s that are projections and `into_keyed()` (identity
-    steps skipped), or why it is not one: the aggregation then computes those steps itself, in
-    Spark, from the input's typed columns."""
-    steps: list[n.Node] = []
-    x = _strip(top)
-    while not any(x is i for i in inputs):
-        if not isinstance(x, (n.Map, n.IntoKeyed)) or (isinstance(x, n.Map) and function_ast(x.f) is None):
-            return f"its input passes through {x.op}() {x.site.label} (the aggregation reads a query input directly)"
-        steps.append(x)
-        x = _strip(x.children[0])
-    steps.reverse()
-    keyed = x.meta.kind is Kind.KEYED_STREAM
-    if not (keyed or x.meta.kind is Kind.STREAM):
-        return f"its input {x.op}() {x.site.label} is not a stream"
-    kt, vt = (from_python(x.meta.key) if keyed else None), from_python(x.meta.elem)
-    for step in steps:
-        if vt is None:
-            return f"the type of {step.op}() {step.site.label}'s input has no Spark column type"
-        if isinstance(step, n.IntoKeyed):
-            if not (isinstance(vt, TupleT) and len(vt.items) == 2):
-                return f"into_keyed() {step.site.label} is not of typed pairs"
-            kt, vt = vt.items
-            continue
-        got = project(step.f, vt)  # type: ignore[attr-defined]
-        if got is None:
-            return (
-                f"its input passes through map() {step.site.label}, a function that is not a projection "
-                "(fields by constant index or name, tuples of them and constants: the aggregation computes only those)"
-            )
-        vt = got.t
-    return Chain(x, tuple(steps), kt, vt)
 
 
 def _keys_only(t: HType | None) -> bool:
@@ -195,21 +145,21 @@ def _pair_with_key(f: Any) -> bool:
 def requests_covered(requests: n.Node, state_input: n.Node) -> bool:
     """Whether every key of `requests` in a batch is the key of an element of `state_input`
     in the same batch (so the aggregate emitted that key's value in that batch)."""
-    target = _strip(state_input)
+    target = strip_identity(state_input)
 
     def keyed(x: n.Node) -> bool:  # keys of keyed stream x ⊆ keys of target
-        x = _strip(x)
+        x = strip_identity(x)
         if x is target:
             return True
         if isinstance(x, _KEY_KEEPING) and x.meta.kind.keyed and x.children[0].meta.kind.keyed:
             return keyed(x.children[0])
         if isinstance(x, n.IntoKeyed):
-            pairs = _strip(x.children[0])
+            pairs = strip_identity(x.children[0])
             return isinstance(pairs, n.Map) and _pair_with_key(pairs.f) and key_stream(pairs.children[0])
         return False
 
     def key_stream(x: n.Node) -> bool:  # the elements of stream x ⊆ keys of target
-        x = _strip(x)
+        x = strip_identity(x)
         if isinstance(x, n.Filter) and not x.meta.kind.keyed:
             return key_stream(x.children[0])
         return isinstance(x, n.Keys) and x.children[0].meta.kind.streamlike and keyed(x.children[0])
@@ -393,7 +343,11 @@ class NativeAggregations:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
             i = next(
-                (i for i, st in enumerate(self.states) if not st.occurrences and _strip(x.children[0]) is st.top),
+                (
+                    i
+                    for i, st in enumerate(self.states)
+                    if not st.occurrences and strip_identity(x.children[0]) is st.top
+                ),
                 None,
             )
             if i is not None:
@@ -496,11 +450,13 @@ class NativeAggregations:
 
         for i, st in enumerate(self.states):
             for lookup in st.lookups:
-                req = _strip(lookup.children[0])
-                pairs = _strip(req.children[0]) if isinstance(req, n.IntoKeyed) else None
+                req = strip_identity(lookup.children[0])
+                pairs = strip_identity(req.children[0]) if isinstance(req, n.IntoKeyed) else None
                 if not (isinstance(pairs, n.Map) and _pair_with_key(pairs.f)):
                     continue
-                keys_of = self.keys.get(id(_strip(pairs.children[0])))  # every state of one input emits the same keys
+                keys_of = self.keys.get(
+                    id(strip_identity(pairs.children[0]))
+                )  # every state of one input emits the same keys
                 if keys_of is None or self.states[keys_of[1]].top is not st.top:
                     continue
                 try:
@@ -532,16 +488,10 @@ class NativeAggregations:
 def _element_columns(st: NativeState, payload: Any) -> list[Any]:
     """The columns `k` (keyed) and `v` the state aggregates, from its input's payload struct:
     the input's own, or computed through the state's projections."""
-    keyed = st.input.meta.kind.keyed
-    k, v, vt = (payload.getField("k") if keyed else None), payload.getField("v"), from_python(st.input.meta.elem)
-    for step in st.chain:
-        if isinstance(step, n.IntoKeyed):
-            k, v = v.getField("_1"), v.getField("_2")
-            vt = vt.items[1] if isinstance(vt, TupleT) else None
-            continue
-        got = project(step.f, vt) if vt is not None else None  # type: ignore[attr-defined]
-        assert got is not None, "chain_to checked every step"
-        v, vt = got.col(v), got.t
+    k = payload.getField("k") if st.input.meta.kind.keyed else None
+    got = follow(st.input, st.chain, (k, payload.getField("v")))
+    assert not isinstance(got, str) and got[2] is not None, "chain_to checked every step"
+    k, v = got[2]
     return ([k.alias("k")] if k is not None else []) + [v.alias("v")]
 
 

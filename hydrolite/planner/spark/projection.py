@@ -9,6 +9,10 @@ in its own plan (`native_state.py`: `events.map(lambda e: (e.user, 1)).into_keye
 keeps its counts in Spark's state store, no Python per element). Anything else is not a
 projection (`project` returns None) and keeps its other paths.
 
+`chain_to` finds, below a state's input, the query input it comes from through such maps,
+`into_keyed()` and a keyed stream's `entries()` / `values()`; `follow` gives the types after
+each step at plan time and, when Spark runs, the Columns the aggregation groups and folds.
+
     >>> import ast
     >>> from hydrolite.planner.spark.types import Prim, TupleT
     >>> t = TupleT((Prim(str), Prim(str), Prim(int)))
@@ -23,12 +27,14 @@ projection (`project` returns None) and keeps its other paths.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...ir import nodes as n
+from ...ir.meta import Kind
 from .fn_source import function_ast
-from .types import HType, Prim, RecordT, TupleT, _is_namedtuple
+from .types import HType, Prim, RecordT, TupleT, _is_namedtuple, from_python
 
 #: Column -> Column, built only when Spark runs (`Projected.col`)
 Build = Callable[[Any], Any]
@@ -114,3 +120,91 @@ def _indexable(t: HType) -> bool:
 
 def _field(inner: Projected, name: str, t: HType) -> Projected:
     return Projected(t, lambda c: inner.build(c).getField(name))
+
+
+# ------------------------------------------------------------------ chains of them, in the IR
+#: steps that pass every element on unchanged
+IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
+
+
+def strip_identity(x: n.Node) -> n.Node:
+    """`x` below its identity steps (`batch`, `assume_ordering`, `weaken_ordering`)."""
+    while isinstance(x, IDENTITY):
+        x = x.children[0]
+    return x
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A state's own input as a query input through projections (`projection.py`), with the
+    key and element types the aggregation sees."""
+
+    src: n.Node
+    steps: tuple[n.Node, ...]
+    kt: HType | None
+    vt: HType | None
+
+
+#: the steps a native aggregation computes itself: projections (`projection.py`) and re-keying
+_CHAIN_STEPS = (n.Map, n.IntoKeyed, n.Entries, n.Values)
+
+
+def chain_to(top: n.Node, inputs: Sequence[n.Node]) -> Chain | str:
+    """`top` as a query input through `map`s that are projections, `into_keyed()`, and a keyed
+    stream's `entries()` / `values()` (identity steps skipped), or why it is not one: the
+    aggregation then computes those steps itself, in Spark, from the input's typed columns."""
+    steps: list[n.Node] = []
+    x = strip_identity(top)
+    while not any(x is i for i in inputs):
+        if not isinstance(x, _CHAIN_STEPS) or (isinstance(x, n.Map) and function_ast(x.f) is None):
+            return f"its input passes through {x.op}() {x.site.label} (the aggregation reads a query input directly)"
+        steps.append(x)
+        x = strip_identity(x.children[0])
+    steps.reverse()
+    if x.meta.kind not in (Kind.KEYED_STREAM, Kind.STREAM):
+        return f"its input {x.op}() {x.site.label} is not a stream"
+    got = follow(x, steps)
+    if isinstance(got, str):
+        return got
+    kt, vt, _ = got
+    return Chain(x, tuple(steps), kt, vt)
+
+
+Cols = tuple[Any, Any]  # the (key or None, value) Columns of a chain's element
+
+
+def follow(
+    src: n.Node, steps: Sequence[n.Node], cols: Cols | None = None
+) -> tuple[HType | None, HType | None, Cols | None] | str:
+    """The key and value types after `steps` from the query input `src` (and, given `src`'s
+    columns, the Columns: only when Spark runs), or why a step cannot be computed natively."""
+    keyed = src.meta.kind is Kind.KEYED_STREAM
+    kt, vt = (from_python(src.meta.key) if keyed else None), from_python(src.meta.elem)
+    for step in steps:
+        if vt is None:
+            return f"the type of {step.op}() {step.site.label}'s input has no Spark column type"
+        if isinstance(step, n.IntoKeyed):
+            if not (isinstance(vt, TupleT) and len(vt.items) == 2):
+                return f"into_keyed() {step.site.label} is not of typed pairs"
+            kt, vt = vt.items
+            cols = None if cols is None else (cols[1].getField("_1"), cols[1].getField("_2"))
+        elif isinstance(step, (n.Entries, n.Values)):
+            if kt is None:
+                return f"{step.op}() {step.site.label} has no typed keys"
+            entries = isinstance(step, n.Entries)
+            if cols is not None:
+                from pyspark.sql import functions as F
+
+                cols = (None, F.struct(cols[0].alias("_1"), cols[1].alias("_2")) if entries else cols[1])
+            vt = TupleT((kt, vt)) if entries else vt
+            kt = None
+        else:
+            got = project(step.f, vt)  # type: ignore[attr-defined]
+            if got is None:
+                return (
+                    f"its input passes through {step.op}() {step.site.label}, a function that is not a projection "
+                    "(fields by constant index or name, tuples of them and constants: the aggregation computes only those)"
+                )
+            vt = got.t
+            cols = None if cols is None else (cols[0], got.col(cols[1]))
+    return kt, vt, cols
