@@ -10,7 +10,8 @@ The replay is per tick (compositional): it sends a batch's source elements, inje
 other ticks produced into this one (channels), then runs the tick once with every entry
 taking all that is pending (`batch`) or the newest version (`snapshot`) — which is what a
 micro-batch over exactly those inputs sees. Other choices inside the tick body
-(`assume_ordering`) keep the order as given. Stages without a tick (top-level pipelines)
+(`assume_ordering`) keep the order as given, and a top-level `assume_ordering` passes its
+elements on as they arrived (`_release_orderings`). Stages without a tick (top-level pipelines)
 just receive the sends.
 
 Example (a pure top-level pipeline, no tick)::
@@ -147,6 +148,7 @@ def replay_ticks(
             else:
                 for version in delta:
                     world.propagate(op, p, version)
+        _release_orderings(world, prog)
         if tp is not None:
             for p in tp.places:
                 # a tick whose snapshot has no version yet cannot run (the recording held the
@@ -162,6 +164,23 @@ def replay_ticks(
             seen[port] = len(emitted)
         results.append(ReplayResult(b.batch_id, out))
     return results
+
+
+def _release_orderings(world: World, prog: Program) -> None:
+    """Release every element waiting in a top-level `assume_ordering` buffer, oldest first.
+
+    On a backend such a buffer is the identity: the elements go on in the order they
+    arrived, within the micro-batch they arrived in (one legal schedule; the scheduler of an
+    exploring run would pick among all). A release may fill a buffer further down, so this
+    repeats until every buffer is empty."""
+    pending = True
+    while pending:
+        pending = False
+        for op in prog.orderings:
+            for p in prog.places_of[top_of(op.node.meta.loc)]:
+                while world.states[p][op.idx]:
+                    world.release(op, p)
+                    pending = True
 
 
 def operator_chain(sink: Sink, limit: int = 12) -> str:
