@@ -15,6 +15,8 @@ per micro-batch:
     kv-tws           the key-value store through `transformWithState` (Row-based)
     kv-aipws         the key-value store through `applyInPandasWithState`
     count-hydro      hydrolite: a keyed `count()` read back per touched key (`state_paths.jobs.build_keycount`)
+    count-map-hydro  the same, the events read as records and keyed by a projection
+                     (`map(lambda e: (e.key, e.value)).into_keyed()`: native through it too)
     kv-hydro         hydrolite: `examples/kvstore.py`
 
 hydrolite's paths keep keyed state where `--keyed-state auto|executors|driver` says (FlowRunner's
@@ -59,7 +61,7 @@ from state_paths.probes import probe_order, probe_union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = tuple(
-    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro kv-hydro".split()
+    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro count-map-hydro kv-hydro".split()
 )
 KEYED_STATE = ("auto", "executors", "driver")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -161,15 +161,27 @@ class Counter:
     """Tag of the counting process (count-hydro)."""
 
 
-def build_keycount() -> Any:
+class Event(NamedTuple):
+    """An event file's row (columns `key`, `value`) as one element (count-map-hydro)."""
+
+    key: str
+    value: int
+
+
+def build_keycount(mapped: bool = False) -> Any:
     """Per-key running count: a top-level keyed `count()`, read back in the same tick (aligned)
-    for every key the batch touched; the output is (key, count so far), as update mode writes."""
+    for every key the batch touched; the output is (key, count so far), as update mode writes.
+    `mapped`: the events arrive as `Event` records and are keyed by a projection,
+    `map(lambda e: (e.key, e.value)).into_keyed()` (native through it: `projection.py`)."""
     import hydrolite as hl
     from hydrolite import nondet
 
     flow = hl.FlowBuilder("keycount")
     node = flow.process(Counter)
-    events = node.keyed_source("event", str, int)
+    if mapped:
+        events = node.source("event", Event).map(lambda e: (e.key, e.value)).into_keyed()
+    else:
+        events = node.keyed_source("event", str, int)
     align = node.local_align_point()
     counts = events.count()
     tick = node.tick()
@@ -188,8 +200,8 @@ def run_hydro(spark: Any, name: str, base: str, out: str, keyed_state: str) -> t
     from hydrolite.planner.spark.runtime import FlowRunner
 
     opts = "?maxFilesPerTrigger=1"
-    if name == "count-hydro":
-        flow = build_keycount()
+    if name in ("count-hydro", "count-map-hydro"):
+        flow = build_keycount(mapped=name == "count-map-hydro")
         inputs, outputs = {"event": f"parquet:{base}/{EVENTS}{opts}"}, {"counts": f"parquet:{out}/resp"}
     else:
         from examples import kvstore
