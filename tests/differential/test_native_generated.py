@@ -44,8 +44,8 @@ NATIVE_AGGREGATES = [
     "reduce(lambda a, b: max(a, b))",
     "reduce_commutative(lambda a, b: a + b)",
 ]
-#: the store's keyed input: the keyed source itself, or it through projections the aggregation
-#: computes from the source's columns (`projection.py`; str keys, int values either way).
+#: the store's keyed input: the keyed source itself, or it through projections and simple
+#: predicates the aggregation computes from the source's columns (`projection.py`; str keys, int values either way).
 #: `entries()` loses the order across keys: `assume_ordering` restores it for the folds (every
 #: aggregate here gives the same result in any order)
 INPUTS = [
@@ -56,6 +56,8 @@ INPUTS = [
     "ks.entries().map(lambda e: ((e[1], e[0]), 7)).map(lambda p: (p[0][1], (p[1], p[0][0]))).into_keyed()"
     ".assume_ordering(ND).map(lambda v: v[-1])",
     "xs.map(lambda x: ('k', x)).into_keyed()",
+    "ks.filter(lambda v: v > 2)",
+    "ks.entries().filter(lambda e: e[0] != 'b' and not 1 <= e[1] < 4).into_keyed().assume_ordering(ND)",
 ]
 #: top-level counts of occurrences over chains of `xs` (native too), sunk as they are
 OCCURRING = [
@@ -63,6 +65,7 @@ OCCURRING = [
     "xs.map(lambda x: (x, 1)).into_keyed().enumerate().entries()",
     "xs.map(lambda x: (x, 1)).map(lambda t: t[0]).unique()",
     "xs.map(lambda x: (x, (x, True))).into_keyed().values().map(lambda v: v[0]).unique()",
+    "xs.filter(lambda x: x >= 2 or x == 0).map(lambda x: (x, x)).into_keyed().enumerate().entries()",
 ]
 #: requests derived from the tick's batch `b` of the same source: every key one of its elements has
 REQUESTS = [

@@ -200,17 +200,19 @@ def test_a_checkpoint_with_the_elements_seen_on_the_driver_does_not_resume_count
 def test_keys_and_indexes_after_a_value_map_are_counted_by_spark(spark: SparkSession, tmp_path: Path) -> None:
     """A value map keeps each element's key (one element out per element in), so `keys()`
     and `enumerate()` of `ks.map(f)` count the keys of `ks` natively; a filter drops
-    elements, so the count of `ks.filter(p)` stays on the driver, with the reason."""
+    elements: the count of `ks.filter(p)` is native when Spark evaluates `p` itself (a simple
+    comparison, `projection.predicate`) and stays on the driver otherwise, with the reason."""
     flow = hl.FlowBuilder("seen_mapped")
     p = flow.process(P)
     ks = p.keyed_source("ks", str, int)
     ks.map(lambda v: v * 10).enumerate().entries().sink("indexed")
     ks.inspect(lambda v: None).map(lambda v: -v).keys().sink("new_keys")
     ks.filter(lambda v: v > 1).enumerate().entries().sink("filtered")
+    ks.filter(lambda v: v % 2 == 1).enumerate().entries().sink("odd")
     kw = FeedWriter(str(tmp_path / "ks"), from_python(int), from_python(str))
     for kb in KS:
         kw.send_many(kb)
-    ports = ("indexed", "new_keys", "filtered")
+    ports = ("indexed", "new_keys", "filtered", "odd")
     runner = FlowRunner(
         flow.finalize(),
         spark=spark,
@@ -224,25 +226,25 @@ def test_keys_and_indexes_after_a_value_map_are_counted_by_spark(spark: SparkSes
     finally:
         runner.stop()
     placed = {
-        x.node.op + ("" if x.node.children[0].op == "map" else "-filtered"): x
-        for st in runner.plan.stages
-        if st.placement is not None
-        for x in st.placement.placements
+        x.node.site.line: x for st in runner.plan.stages if st.placement is not None for x in st.placement.placements
     }
-    assert placed["enumerate"].native and placed["keys"].native, placed
-    assert not placed["enumerate-filtered"].native and "passes through filter()" in placed["enumerate-filtered"].why
+    (indexed, new_keys, filtered, odd) = (placed[line] for line in sorted(placed))
+    assert indexed.native and new_keys.native and filtered.native, placed
+    assert " through filter() " in filtered.why, filtered.why
+    assert not odd.native and "filter() test_native_unique.py" in odd.why and "not a simple comparison" in odd.why
     want = _expected(XS, KS)
     got = {port: _outputs(tmp_path / port) for port in ports}
     tens = {b: sorted((k, (i, v * 10)) for k, (i, v) in rows) for b, rows in want["indexed"].items()}
     assert {b: sorted(v) for b, v in got["indexed"].items()} == tens
     assert {b: sorted(v) for b, v in got["new_keys"].items()} == {b: sorted(v) for b, v in want["new_keys"].items()}
-    count: dict[str, int] = {}
-    filtered: dict[int, list[Any]] = {}
-    for b, kb in enumerate(KS):
-        for k, v in kb:
-            if v > 1:
-                filtered.setdefault(b, []).append((k, (count.get(k, 0), v)))
-                count[k] = count.get(k, 0) + 1
-    assert {b: sorted(v) for b, v in got["filtered"].items()} == {b: sorted(v) for b, v in filtered.items()}
+    for port, keep in (("filtered", lambda v: v > 1), ("odd", lambda v: v % 2 == 1)):
+        count: dict[str, int] = {}
+        kept: dict[int, list[Any]] = {}
+        for b, kb in enumerate(KS):
+            for k, v in kb:
+                if keep(v):
+                    kept.setdefault(b, []).append((k, (count.get(k, 0), v)))
+                    count[k] = count.get(k, 0) + 1
+        assert {b: sorted(v) for b, v in got[port].items()} == {b: sorted(v) for b, v in kept.items()}, port
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)

@@ -50,7 +50,7 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
-from .projection import IDENTITY, chain_to, follow, strip_identity
+from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
 from .stages import Stage
 from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
 
@@ -370,7 +370,7 @@ class NativeAggregations:
             rows = raw.filter(F.col("_src") == inp.src)
             if inp.quarantined:
                 rows = good_rows(rows)
-            rows = rows.select(*_element_columns(st, F.col(f"p{inp.src}")))
+            rows = _element_rows(st, rows, F.col(f"p{inp.src}"))
             parts = partial_columns(st.algebra, TExpr(F.col("v"), st.vt), None)
             self._parts.append([t for _, t in parts])
             agg = rows.groupBy(*st.by).agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
@@ -485,14 +485,16 @@ class NativeAggregations:
         return out
 
 
-def _element_columns(st: NativeState, payload: Any) -> list[Any]:
-    """The columns `k` (keyed) and `v` the state aggregates, from its input's payload struct:
-    the input's own, or computed through the state's projections."""
+def _element_rows(st: NativeState, rows: Any, payload: Any) -> Any:
+    """The rows (`k` when keyed, `v`) the state aggregates, from its input's rows and payload
+    struct: the input's own, or computed through the state's projections and filters."""
     k = payload.getField("k") if st.input.meta.kind.keyed else None
-    got = follow(st.input, st.chain, (k, payload.getField("v")))
+    got = follow(st.input, st.chain, Cols(k, payload.getField("v")))
     assert not isinstance(got, str) and got[2] is not None, "chain_to checked every step"
-    k, v = got[2]
-    return ([k.alias("k")] if k is not None else []) + [v.alias("v")]
+    cols = got[2]
+    if cols.where is not None:
+        rows = rows.where(cols.where)
+    return rows.select(*([cols.k.alias("k")] if cols.k is not None else []), cols.v.alias("v"))
 
 
 @dataclass

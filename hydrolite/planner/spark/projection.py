@@ -27,6 +27,8 @@ each step at plan time and, when Spark runs, the Columns the aggregation groups 
 from __future__ import annotations
 
 import ast
+import functools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +124,69 @@ def _field(inner: Projected, name: str, t: HType) -> Projected:
     return Projected(t, lambda c: inner.build(c).getField(name))
 
 
+# ------------------------------------------------------------------ predicates over them
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+#: types Spark orders as Python does (strings: UTF-8 bytes sort as code points do); never null here
+_ORDERED = (Prim(int), Prim(str), Prim(bool))
+BOOL = Prim(bool)
+
+
+def predicate(f: Callable[..., Any], t: HType) -> Projected | None:
+    """`f` applied to an element of type `t`, if `f` is a *simple predicate* (else None):
+    comparisons (`== != < <= > >=`, chained too) between projections of one type among int,
+    str and bool, `and` / `or` / `not` of those, or a projection of type bool. Like a
+    projection, it cannot fail on a well-typed element, and Spark evaluates it as Python does.
+
+    >>> import ast
+    >>> from hydrolite.planner.spark.types import Prim, TupleT
+    >>> t = TupleT((Prim(str), Prim(int), Prim(bool)))
+    >>> def of(src):
+    ...     return _test(ast.parse(src, mode="eval").body, "p", t)
+    >>> of("p[2] and 0 < p[1] <= 9 or not p[0] != 'x'").t.describe(), of("p[1]") is None, of("p[0] < p[1]") is None
+    ('bool', True, True)
+    """
+    fa = function_ast(f)
+    if fa is None or len(fa.params) != 1:
+        return None
+    return _test(fa.body, fa.params[0], t)
+
+
+def _test(e: ast.expr, param: str, t: HType) -> Projected | None:
+    if isinstance(e, ast.BoolOp):
+        parts = [_test(x, param, t) for x in e.values]
+        if any(p is None for p in parts):
+            return None
+        tests = [p for p in parts if p is not None]
+        combine = operator.and_ if isinstance(e.op, ast.And) else operator.or_
+        return Projected(BOOL, lambda c: functools.reduce(combine, [p.build(c) for p in tests]))
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        inner = _test(e.operand, param, t)
+        return None if inner is None else Projected(BOOL, lambda c: ~inner.build(c))
+    if isinstance(e, ast.Compare):
+        sides = [_walk(x, param, t) for x in (e.left, *e.comparators)]
+        ops = [_COMPARE.get(type(op)) for op in e.ops]
+        found = [s for s in sides if s is not None]
+        if len(found) < len(sides) or any(op is None for op in ops) or found[0].t not in _ORDERED:
+            return None
+        if any(s.t != found[0].t for s in found):  # 1 == True, 1 < 'a': Python's rules, not Spark's
+            return None
+        pairs = [(op, found[i], found[i + 1]) for i, op in enumerate(ops) if op is not None]
+
+        def compare(c: Any) -> Any:
+            return functools.reduce(operator.and_, [op(a.build(c), b.build(c)) for op, a, b in pairs])
+
+        return Projected(BOOL, compare)
+    got = _walk(e, param, t)
+    return got if got is not None and got.t == BOOL else None
+
+
 # ------------------------------------------------------------------ chains of them, in the IR
 #: steps that pass every element on unchanged
 IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
@@ -145,18 +210,19 @@ class Chain:
     vt: HType | None
 
 
-#: the steps a native aggregation computes itself: projections (`projection.py`) and re-keying
-_CHAIN_STEPS = (n.Map, n.IntoKeyed, n.Entries, n.Values)
+#: the steps a native aggregation computes itself: projections, simple predicates, re-keying
+_CHAIN_STEPS = (n.Map, n.Filter, n.IntoKeyed, n.Entries, n.Values)
 
 
 def chain_to(top: n.Node, inputs: Sequence[n.Node]) -> Chain | str:
-    """`top` as a query input through `map`s that are projections, `into_keyed()`, and a keyed
-    stream's `entries()` / `values()` (identity steps skipped), or why it is not one: the
-    aggregation then computes those steps itself, in Spark, from the input's typed columns."""
+    """`top` as a query input through `map`s that are projections, `filter`s that are simple
+    predicates, `into_keyed()`, and a keyed stream's `entries()` / `values()` (identity steps
+    skipped), or why it is not one: the aggregation then computes those steps itself, in
+    Spark, from the input's typed columns."""
     steps: list[n.Node] = []
     x = strip_identity(top)
     while not any(x is i for i in inputs):
-        if not isinstance(x, _CHAIN_STEPS) or (isinstance(x, n.Map) and function_ast(x.f) is None):
+        if not isinstance(x, _CHAIN_STEPS) or (isinstance(x, (n.Map, n.Filter)) and function_ast(x.f) is None):
             return f"its input passes through {x.op}() {x.site.label} (the aggregation reads a query input directly)"
         steps.append(x)
         x = strip_identity(x.children[0])
@@ -170,7 +236,17 @@ def chain_to(top: n.Node, inputs: Sequence[n.Node]) -> Chain | str:
     return Chain(x, tuple(steps), kt, vt)
 
 
-Cols = tuple[Any, Any]  # the (key or None, value) Columns of a chain's element
+@dataclass(frozen=True)
+class Cols:
+    """A chain's element as Spark Columns over the input's payload: its key (None: not keyed),
+    its value, and the condition its filters put on the row (None: every row)."""
+
+    k: Any
+    v: Any
+    where: Any = None
+
+    def keep(self, cond: Any) -> Cols:
+        return Cols(self.k, self.v, cond if self.where is None else self.where & cond)
 
 
 def follow(
@@ -187,7 +263,7 @@ def follow(
             if not (isinstance(vt, TupleT) and len(vt.items) == 2):
                 return f"into_keyed() {step.site.label} is not of typed pairs"
             kt, vt = vt.items
-            cols = None if cols is None else (cols[1].getField("_1"), cols[1].getField("_2"))
+            cols = None if cols is None else Cols(cols.v.getField("_1"), cols.v.getField("_2"), cols.where)
         elif isinstance(step, (n.Entries, n.Values)):
             if kt is None:
                 return f"{step.op}() {step.site.label} has no typed keys"
@@ -195,9 +271,18 @@ def follow(
             if cols is not None:
                 from pyspark.sql import functions as F
 
-                cols = (None, F.struct(cols[0].alias("_1"), cols[1].alias("_2")) if entries else cols[1])
+                v = F.struct(cols.k.alias("_1"), cols.v.alias("_2")) if entries else cols.v
+                cols = Cols(None, v, cols.where)
             vt = TupleT((kt, vt)) if entries else vt
             kt = None
+        elif isinstance(step, n.Filter):
+            test = predicate(step.f, vt)
+            if test is None:
+                return (
+                    f"its input passes through filter() {step.site.label}, a predicate that is not a simple "
+                    "comparison (of fields and constants of one type among int, str and bool, with and / or / not)"
+                )
+            cols = None if cols is None else cols.keep(test.col(cols.v))
         else:
             got = project(step.f, vt)  # type: ignore[attr-defined]
             if got is None:
@@ -206,5 +291,5 @@ def follow(
                     "(fields by constant index or name, tuples of them and constants: the aggregation computes only those)"
                 )
             vt = got.t
-            cols = None if cols is None else (cols[0], got.col(cols[1]))
+            cols = None if cols is None else Cols(cols.k, got.col(cols.v), cols.where)
     return kt, vt, cols
