@@ -1,4 +1,4 @@
-"""Projections: user functions that only pick fields of their argument and build tuples.
+"""Projections and simple predicates: user functions Spark's own plan can compute exactly.
 
 `lambda p: (p[1], p[2])`, `lambda w: (w, 1)`, `lambda e: e.user`: such a function reads
 fields of its one argument by constant index or name, builds tuples of them and of
@@ -9,8 +9,11 @@ in its own plan (`native_state.py`: `events.map(lambda e: (e.user, 1)).into_keye
 keeps its counts in Spark's state store, no Python per element). Anything else is not a
 projection (`project` returns None) and keeps its other paths.
 
-`chain_to` finds, below a state's input, the query input it comes from through such maps,
-`into_keyed()` and a keyed stream's `entries()` / `values()`; `follow` gives the types after
+A *simple predicate* (`predicate`) is the same for filters: comparisons of such fields and
+constants of one type among int, str and bool, with `and` / `or` / `not`.
+
+`chain_to` finds, below a state's input, the query input it comes from through such maps and
+filters, `into_keyed()` and a keyed stream's `entries()` / `values()`; `follow` gives the types after
 each step at plan time and, when Spark runs, the Columns the aggregation groups and folds.
 
     >>> import ast
