@@ -59,13 +59,16 @@ INPUTS = [
     "ks.filter(lambda v: v > 2)",
     "ks.entries().filter(lambda e: e[0] != 'b' and not 1 <= e[1] < 4).into_keyed().assume_ordering(ND)",
 ]
-#: top-level counts of occurrences over chains of `xs` (native too), sunk as they are
+#: top-level counts of occurrences over chains of `xs` (native too; keys() / enumerate() also after
+#: value maps that are not projections: they count keys only), sunk as they are
 OCCURRING = [
     "xs.map(lambda x: (x, x)).into_keyed().keys()",
     "xs.map(lambda x: (x, 1)).into_keyed().enumerate().entries()",
     "xs.map(lambda x: (x, 1)).map(lambda t: t[0]).unique()",
     "xs.map(lambda x: (x, (x, True))).into_keyed().values().map(lambda v: v[0]).unique()",
     "xs.filter(lambda x: x >= 2 or x == 0).map(lambda x: (x, x)).into_keyed().enumerate().entries()",
+    "xs.map(lambda x: (x, x)).into_keyed().map(lambda v: v * 3 + 1).enumerate().entries()",
+    "xs.map(lambda x: (x, x)).into_keyed().inspect(lambda v: None).map(lambda v: -v).keys()",
 ]
 #: requests derived from the tick's batch `b` of the same source: every key one of its elements has
 REQUESTS = [
