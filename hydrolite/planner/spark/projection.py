@@ -60,10 +60,14 @@ class Projected:
 
 def project(f: Callable[..., Any], t: HType) -> Projected | None:
     """`f` applied to an element of type `t`, if `f` is a projection (else None)."""
+    found = _one_param(f)
+    return None if found is None else _walk(found[1], found[0], t)
+
+
+def _one_param(f: Callable[..., Any]) -> tuple[str, ast.expr] | None:
+    """(its parameter, the expression it returns) of a function of one parameter whose source is found."""
     fa = function_ast(f)
-    if fa is None or len(fa.params) != 1:
-        return None
-    return _walk(fa.body, fa.params[0], t)
+    return None if fa is None or len(fa.params) != 1 else (fa.params[0], fa.body)
 
 
 def _walk(e: ast.expr, param: str, t: HType) -> Projected | None:
@@ -155,10 +159,8 @@ def predicate(f: Callable[..., Any], t: HType) -> Projected | None:
     >>> of("p[2] and 0 < p[1] <= 9 or not p[0] != 'x'").t.describe(), of("p[1]") is None, of("p[0] < p[1]") is None
     ('bool', True, True)
     """
-    fa = function_ast(f)
-    if fa is None or len(fa.params) != 1:
-        return None
-    return _test(fa.body, fa.params[0], t)
+    found = _one_param(f)
+    return None if found is None else _test(found[1], found[0], t)
 
 
 def _test(e: ast.expr, param: str, t: HType) -> Projected | None:
