@@ -24,8 +24,8 @@ join on the batch's DataFrame, run by the tick (`ops.keyed_lookup`) — answers 
 the driver store would. Further conditions (each refusal is a reason in `hydrolite plan`):
 the state folds a query input directly, or through projections the aggregation computes
 from the input's typed columns (`projection.py`: maps that pick fields and build tuples,
-`into_keyed()`, `entries()`, `values()`; no other Python function between the input and the
-state); the keys are ints, strings, booleans or
+filters that compare fields with constants, `into_keyed()`, `entries()`, `values()`; no other
+Python function between the input and the state); the keys are ints, strings, booleans or
 tuples of them (grouped exactly as Python compares them); sums are of ints or booleans
 (a float sum depends on the order Spark adds in; Python folds in arrival order); min/max of
 ints, strings or booleans; `first`/`last` depend on arrival order across batches and are
@@ -92,8 +92,8 @@ class NativeState:
     #: the input's payload fields grouped by: ("k",) for a keyed aggregate and for `keys()`;
     #: ("v",) / ("k", "v") for a `unique()` of a stream / of a keyed stream
     by: tuple[str, ...] = ("k",)
-    #: projections between `input` and the state's own input, input first (`projection.py`):
-    #: the aggregation computes them with Spark columns
+    #: projections and simple filters between `input` and the state's own input, input first
+    #: (`projection.py`): the aggregation computes them with Spark columns
     chain: tuple[n.Node, ...] = ()
 
     @property

@@ -41,7 +41,7 @@ from ...ir.meta import Kind
 from .fn_source import function_ast
 from .types import HType, Prim, RecordT, TupleT, _is_namedtuple, from_python
 
-#: Column -> Column, built only when Spark runs (`Projected.col`)
+#: Column -> Column, called only when Spark runs (`Projected.build`)
 Build = Callable[[Any], Any]
 _CONSTANTS = (bool, int, str)
 
@@ -52,10 +52,6 @@ class Projected:
 
     t: HType
     build: Build
-
-    def col(self, arg: Any) -> Any:
-        """The result as a Spark Column over the argument's Column `arg` (needs a SparkContext)."""
-        return self.build(arg)
 
 
 def project(f: Callable[..., Any], t: HType) -> Projected | None:
@@ -287,7 +283,7 @@ def follow(
                     f"its input passes through filter() {step.site.label}, a predicate that is not a simple "
                     "comparison (of fields and constants of one type among int, str and bool, with and / or / not)"
                 )
-            cols = None if cols is None else cols.keep(test.col(cols.v))
+            cols = None if cols is None else cols.keep(test.build(cols.v))
         else:
             got = project(step.f, vt)  # type: ignore[attr-defined]
             if got is None:
@@ -296,5 +292,5 @@ def follow(
                     "(fields by constant index or name, tuples of them and constants: the aggregation computes only those)"
                 )
             vt = got.t
-            cols = None if cols is None else Cols(cols.k, got.col(cols.v), cols.where)
+            cols = None if cols is None else Cols(cols.k, got.build(cols.v), cols.where)
     return kt, vt, cols
