@@ -28,6 +28,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import KEYED_OPERATOR, PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -62,22 +63,13 @@ def _run(spark: SparkSession, d: Path, keyed_state: str = "executors", fault: An
         fault=fault,
         keyed_state=keyed_state,
     )
-    try:
-        runner.start()
-        runner.process_all_available()
-    finally:
-        runner.stop()
-    return runner
+    return run_once(runner)
 
 
 def _responses(d: Path) -> dict[int, list[tuple[Any, ...]]]:
-    out: dict[int, list[tuple[Any, ...]]] = {}
-    for part in sorted((d / "out").glob("batch_id=*/part-*.json")):
-        batch = int(part.parent.name.split("=")[1])
-        for line in part.read_text().splitlines():
-            obj = json.loads(line)  # Spark's JSON writer leaves out null fields
-            out.setdefault(batch, []).append((obj["_1"], obj["_2"], obj.get("_3")))
-    return {b: sorted(rows, key=repr) for b, rows in out.items()}
+    """batch id -> the (request id, key, value) responses, a missing value as None."""
+    out = json_batches(d / "out")
+    return {b: sorted(((r + (None,))[:3] for r in rows), key=repr) for b, rows in out.items()}
 
 
 def test_store_on_the_executors_answers_like_the_driver_and_the_simulator(spark: SparkSession, tmp_path: Path) -> None:

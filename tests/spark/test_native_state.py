@@ -27,6 +27,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -84,29 +85,10 @@ def _run(
         fault=fault,
         keyed_state=keyed_state,
     )
-    try:
-        runner.start()
-        runner.process_all_available()
-        got = _outputs(d)
-    finally:
-        runner.stop()
-    return runner, got
-
-
-def _outputs(d: Path) -> list[Any]:
-    import json
-
-    rows = []
-    for part in sorted((d / "out").glob("batch_id=*/part-*.json")):
-        batch = int(part.parent.name.split("=")[1])
-        for line in part.read_text().splitlines():
-            obj = json.loads(line)
-            rows.append((batch, obj["_1"], _plain(obj.get("_2"))))
-    return sorted(rows, key=repr)
-
-
-def _plain(v: Any) -> Any:
-    return tuple(v[f"_{i + 1}"] for i in range(len(v))) if isinstance(v, dict) else v
+    run_once(runner)
+    # (key, value) rows; Spark's JSON writer leaves out a null value
+    rows = [(b, r[0], r[1] if len(r) > 1 else None) for b, by in json_batches(d / "out").items() for r in by]
+    return runner, sorted(rows, key=repr)
 
 
 def _expected(f: Callable[[list[int]], Any], batches: list[list[tuple[str, int]]]) -> list[Any]:
@@ -222,9 +204,7 @@ def test_a_crash_and_a_restart_recover_the_counts_from_sparks_checkpoint(
     with pytest.raises(Exception, match="crash at"):
         _run(spark, flow, tmp_path, fault=fault)
     assert fault.fired == [1]
-    _, got = _run(spark, flow, tmp_path)  # batch 1 again, from the state version before it
-    assert got == _expected(len, BATCHES)
-    runner, got = _run(spark, flow, tmp_path, more=True)  # a new run on more input
+    runner, got = _run(spark, flow, tmp_path, more=True)  # batch 1 again, from the state before it; then more
     assert got == _expected(len, BATCHES + MORE)
     assert runner.plan.stages[0].placement is not None and runner.plan.stages[0].placement.native
     report = verify_runner(runner)

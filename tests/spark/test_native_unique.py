@@ -12,7 +12,6 @@ floats) stays on the driver with the reason.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -61,16 +61,18 @@ def _run(
     fault: Any = None,
     more: bool = False,
     memory: bool = True,
+    batches: int = len(XS),
 ) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
-    """Run on the feeds under `d`; the outputs by port and batch. With `memory`, `new_xs` goes
-    to a memory sink, which keeps each batch in the stream's order (a file's rows have none)
-    but only this run's batches."""
+    """Run on the feeds under `d` (written first: the first `batches` of XS and KS, or MORE_*
+    when `more`); the outputs by port and batch. With `memory`, `new_xs` goes to a memory
+    sink, which keeps each batch in the stream's order (a file's rows have none) but only
+    this run's batches."""
     if more or not (d / "xs").exists():
         xw, kw = (
             FeedWriter(str(d / "xs"), from_python(int)),
             FeedWriter(str(d / "ks"), from_python(int), from_python(str)),
         )
-        for xb, kb in zip(MORE_XS if more else XS, MORE_KS if more else KS, strict=True):
+        for xb, kb in zip(MORE_XS if more else XS[:batches], MORE_KS if more else KS[:batches], strict=True):
             xw.send_many(xb)
             kw.send_many(kb)
     runner = FlowRunner(
@@ -82,34 +84,11 @@ def _run(
         fault=fault,
         keyed_state=keyed_state,
     )
-    try:
-        runner.start()
-        runner.process_all_available()
-    finally:
-        runner.stop()
-    got = {p: _outputs(d / f"{p}_out") for p in PORTS}
+    run_once(runner)
+    got = {p: json_batches(d / f"{p}_out") for p in PORTS}
     if memory:
         got["new_xs"] = {b: v for b, v in runner.memory("new_xs").batches.items() if v}
     return runner, got
-
-
-def _outputs(d: Path) -> dict[int, list[Any]]:
-    """batch id -> the values written, in file order (json lines of `{"value": ...}` or tuples)."""
-    out: dict[int, list[Any]] = {}
-    for part in sorted(d.glob("batch_id=*/part-*.json")):
-        rows = out.setdefault(int(part.parent.name.split("=")[1]), [])
-        for line in part.read_text().splitlines():
-            obj = json.loads(line)
-            v = obj["value"] if "value" in obj else (obj["_1"], obj["_2"])
-            rows.append(_tuples(v))
-    return {b: rows for b, rows in out.items() if rows}
-
-
-def _tuples(v: Any) -> Any:
-    """JSON's lists (and `{"_1": .., "_2": ..}` structs) back as tuples, nested."""
-    if isinstance(v, dict) and set(v) == {"_1", "_2"}:
-        return (_tuples(v["_1"]), _tuples(v["_2"]))
-    return tuple(_tuples(x) for x in v) if isinstance(v, (list, tuple)) else v
 
 
 def _expected(xs: list[list[int]], ks: list[list[tuple[str, int]]]) -> dict[str, dict[int, list[Any]]]:
@@ -146,21 +125,33 @@ def test_unique_and_keys_count_on_spark_and_answer_like_the_simulator_and_the_dr
     assert _unordered(got) == _unordered(_expected(XS, KS))
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
-    _, on_driver = _run(spark, tmp_path / "driver", keyed_state="driver")
-    assert _unordered(on_driver) == _unordered(got)
+    # the driver store's answers to a first batch are the same
+    _, on_driver = _run(spark, tmp_path / "driver", keyed_state="driver", batches=1)
+    assert _unordered(on_driver) == _unordered({p: {b: v for b, v in by.items() if b == 0} for p, by in got.items()})
+    # Before the native path, the elements seen lived in the driver's store: that checkpoint
+    # resumed natively would start counting from nothing and repeat every element
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(
+            _program(),
+            spark=spark,
+            checkpoint=str(tmp_path / "driver" / "ck"),
+            inputs={"xs": "feed:/x", "ks": "feed:/y"},
+        )
+    text = str(err.value)
+    assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
+    for op in ("unique", "keys", "enumerate"):  # each of them would start counting from nothing
+        assert f"{op}@test_native_unique.py" in text, text
 
 
-@pytest.mark.parametrize("point", ["before_outputs", "after_sinks"])
-def test_a_crash_and_a_restart_neither_repeat_nor_lose_an_element(
-    spark: SparkSession, tmp_path: Path, point: str
-) -> None:
-    fault = CrashOnce(point)
+def test_a_crash_and_a_restart_neither_repeat_nor_lose_an_element(spark: SparkSession, tmp_path: Path) -> None:
+    """A crash after the sinks wrote batch 1, before Spark committed it: the restart runs
+    batch 1 again from the counts before it (rewriting the same outputs), then more input.
+    (A crash before the outputs: test_native_chains.py, whose states include these.)"""
+    fault = CrashOnce("after_sinks")
     with pytest.raises(Exception, match="crash at"):
         _run(spark, tmp_path, fault=fault, memory=False)
     assert fault.fired == [1]
-    _, got = _run(spark, tmp_path, memory=False)  # batch 1 again, from the counts before it
-    assert _unordered(got, "") == _unordered(_expected(XS, KS), "")
-    runner, got = _run(spark, tmp_path, more=True, memory=False)  # a new run on more input
+    runner, got = _run(spark, tmp_path, more=True, memory=False)  # batch 1 again, then the new input
     assert _unordered(got, "") == _unordered(_expected(XS + MORE_XS, KS + MORE_KS), "")
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
@@ -181,20 +172,6 @@ def test_elements_not_counted_exactly_stay_on_the_driver_with_the_reason() -> No
         assert not native, why
     text = " | ".join(why for _, why in whys.values())
     assert "passes through map()" in text and "elements (float) are not ints" in text, text
-
-
-def test_a_checkpoint_with_the_elements_seen_on_the_driver_does_not_resume_counting_them_natively(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """Before the native path, the elements seen lived in the driver's store: such a
-    checkpoint resumed natively would start counting from nothing and repeat every element."""
-    _run(spark, tmp_path, keyed_state="driver", memory=False)
-    with pytest.raises(PlanChangedError) as err:
-        FlowRunner(_program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"xs": "feed:/x", "ks": "feed:/y"})
-    text = str(err.value)
-    assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
-    for op in ("unique", "keys", "enumerate"):  # each of them would start counting from nothing
-        assert f"{op}@test_native_unique.py" in text, text
 
 
 def test_keys_and_indexes_after_a_value_map_are_counted_by_spark(spark: SparkSession, tmp_path: Path) -> None:
@@ -220,11 +197,7 @@ def test_keys_and_indexes_after_a_value_map_are_counted_by_spark(spark: SparkSes
         inputs={"ks": f"feed:{tmp_path / 'ks'}?maxEntriesPerTrigger=1"},
         outputs={port: f"json:{tmp_path / port}" for port in ports},
     )
-    try:
-        runner.start()
-        runner.process_all_available()
-    finally:
-        runner.stop()
+    run_once(runner)
     placed = {
         x.node.site.line: x for st in runner.plan.stages if st.placement is not None for x in st.placement.placements
     }
@@ -233,7 +206,7 @@ def test_keys_and_indexes_after_a_value_map_are_counted_by_spark(spark: SparkSes
     assert " through filter() " in filtered.why, filtered.why
     assert not odd.native and "filter() test_native_unique.py" in odd.why and "not a simple comparison" in odd.why
     want = _expected(XS, KS)
-    got = {port: _outputs(tmp_path / port) for port in ports}
+    got = {port: json_batches(tmp_path / port) for port in ports}
     tens = {b: sorted((k, (i, v * 10)) for k, (i, v) in rows) for b, rows in want["indexed"].items()}
     assert {b: sorted(v) for b, v in got["indexed"].items()} == tens
     assert {b: sorted(v) for b, v in got["new_keys"].items()} == {b: sorted(v) for b, v in want["new_keys"].items()}

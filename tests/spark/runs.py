@@ -1,0 +1,53 @@
+"""Helpers of the Spark tests that run a program to the end and read its `json:` sinks back.
+
+A run is `start()`, `process_all_available()`, `stop()` (also when processing raises, so a
+crashed run releases its checkpoint for the restart that follows). A `json:` sink writes one
+`batch_id=N` directory per micro-batch; `json_batches` reads them back as Python values:
+Spark writes a scalar as `{"value": x}`, a tuple as a struct `{"_1": .., "_2": ..}` and leaves
+out null fields, a list as a JSON array.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from hydrolite.planner.spark.runtime import FlowRunner
+
+_FIELD = re.compile(r"_([1-9][0-9]*)")
+
+
+def run_once(runner: FlowRunner) -> FlowRunner:
+    """Process everything available to `runner`, then stop it (also when a batch raised)."""
+    try:
+        runner.start()
+        runner.process_all_available()
+    finally:
+        runner.stop()
+    return runner
+
+
+def plain(v: Any) -> Any:
+    """A JSON value written by Spark back as Python: structs of `_1.._n` (a null field left
+    out reads as None) and arrays as tuples, `{"value": x}` as x."""
+    if isinstance(v, dict):
+        if set(v) == {"value"}:
+            return plain(v["value"])
+        fields = [_FIELD.fullmatch(k) for k in v]
+        if v and all(fields):
+            n = max(int(m.group(1)) for m in fields if m)
+            return tuple(plain(v.get(f"_{i + 1}")) for i in range(n))
+        return {k: plain(x) for k, x in v.items()}
+    return tuple(plain(x) for x in v) if isinstance(v, list) else v
+
+
+def json_batches(d: Path) -> dict[int, list[Any]]:
+    """batch id -> the rows a `json:` sink wrote to `d` in that batch, in file order (batches
+    without rows left out)."""
+    out: dict[int, list[Any]] = {}
+    for part in sorted(d.glob("batch_id=*/part-*.json")):
+        rows = out.setdefault(int(part.parent.name.split("=")[1]), [])
+        rows += [plain(json.loads(line)) for line in part.read_text().splitlines()]
+    return {b: rows for b, rows in out.items() if rows}
