@@ -86,9 +86,14 @@ def _run(
         keyed_state=keyed_state,
     )
     run_once(runner)
-    # (key, value) rows; Spark's JSON writer leaves out a null value
+    return runner, _outputs(d)
+
+
+def _outputs(d: Path) -> list[Any]:
+    """(batch, key, value) of every row the run under `d` wrote (a null value, which Spark's
+    JSON writer leaves out, as None)."""
     rows = [(b, r[0], r[1] if len(r) > 1 else None) for b, by in json_batches(d / "out").items() for r in by]
-    return runner, sorted(rows, key=repr)
+    return sorted(rows, key=repr)
 
 
 def _expected(f: Callable[[list[int]], Any], batches: list[list[tuple[str, int]]]) -> list[Any]:

@@ -30,6 +30,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.values import SFrame, frame_of
 from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import run_once
 from tests.spark.test_lambdas import _Names
 
 pytestmark = pytest.mark.spark
@@ -139,11 +140,7 @@ def test_the_running_count_builds_one_dataframe_per_batch(
         per_batch.append(dict(calls))
 
     monkeypatch.setattr(stage, "_process", process)
-    try:
-        runner.start()
-        runner.process_all_available()
-    finally:
-        runner.stop()
+    run_once(runner)
     assert _outputs(tmp_path) == _expected(len, BATCHES)
     assert per_batch and all(c == {"select": 1, "filter": 0} for c in per_batch), per_batch
     assert verify_runner(runner).identical
