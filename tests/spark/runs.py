@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pyspark.sql import SparkSession
+
+from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.upgrade import PlanChangedError
 
 _FIELD = re.compile(r"_([1-9][0-9]*)")
 
@@ -51,3 +57,19 @@ def json_batches(d: Path) -> dict[int, list[Any]]:
         rows = out.setdefault(int(part.parent.name.split("=")[1]), [])
         rows += [plain(json.loads(line)) for line in part.read_text().splitlines()]
     return {b: rows for b, rows in out.items() if rows}
+
+
+def first_batch(got: dict[str, dict[int, list[Any]]]) -> dict[str, dict[int, list[Any]]]:
+    """The outputs by port of batch 0 only (ports without rows in it: empty)."""
+    return {p: {b: v for b, v in by.items() if b == 0} for p, by in got.items()}
+
+
+def assert_driver_checkpoint_refused(spark: SparkSession, flow: Flow, checkpoint: Path, ops: Iterable[str]) -> None:
+    """Resuming, on the native path, a checkpoint whose states `ops` (`op@file` names) lived in
+    the driver's store is refused before anything runs: they would start from nothing."""
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(flow, spark=spark, checkpoint=str(checkpoint), inputs={s: f"feed:/{s}" for s in flow.sources})
+    text = str(err.value)
+    assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
+    for op in ops:
+        assert op in text, text
