@@ -4,8 +4,8 @@ aggregation (issue 14).
 The elements (keys) seen so far live in Spark's RocksDB state store as occurrence counts
 (`native_state._unique_of`), not in the driver's store. The new elements of each batch, in
 the order of their first occurrence, and each key's indexes continuing across batches must
-be what the simulator gives for the same batches (`verify_runner`) and what the driver
-store gives; a crash inside a batch and a restart must neither repeat nor lose an element
+be what Python computes, what the simulator gives for the same batches (`verify_runner`)
+and, on a first batch, what the driver store gives; a crash inside a batch and a restart must neither repeat nor lose an element
 nor an index; and what cannot be counted exactly (elements that went through a function,
 floats) stays on the driver with the reason.
 """
