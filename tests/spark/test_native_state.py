@@ -74,8 +74,8 @@ def _feed(d: Path, batches: list[list[tuple[str, int]]]) -> str:
 def _run(
     spark: SparkSession, flow: hl.Flow, d: Path, keyed_state: str = "executors", fault: Any = None, more: bool = False
 ) -> tuple[FlowRunner, list[Any]]:
-    url = _feed(d, MORE if more else BATCHES) if more or not (d / "event").exists() else None
-    url = url or f"feed:{d / 'event'}?maxEntriesPerTrigger=1"
+    batches = MORE if more else [] if (d / "event").exists() else BATCHES  # appended to the feed
+    url = _feed(d, batches)
     runner = FlowRunner(
         flow,
         spark=spark,
