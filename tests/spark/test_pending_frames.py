@@ -7,7 +7,9 @@ the operators' kernels give one step at a time, for keyed and ordered frames; (b
 costs one `select` (plus one `filter` when a step filters), not one per operator; and (c) the
 running count's tick (the benchmark's program, native aggregation) builds one DataFrame per
 batch (the sink's select over the batch: the aggregation is the query's only branch, so no
-filter on `_src` either), not one per operator, and still answers what the simulator answers.
+filter on `_src` either), not one per operator, and still answers what the simulator answers;
+(d) its functions are translated in the first batch only (`reuse.py`), while (e) a function
+whose global changed between batches is translated again, with the new value.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import hydrolite as hl
 from hydrolite import kernels
-from hydrolite.planner.spark import ops
+from hydrolite.planner.spark import lambdas, ops
 from hydrolite.planner.spark.exec import BatchCtx
 from hydrolite.planner.spark.lambdas import TExpr, translate
 from hydrolite.planner.spark.port_api import collect_values, external_df
@@ -132,15 +135,59 @@ def test_the_running_count_builds_one_dataframe_per_batch(
     )
     per_batch: list[dict[str, int]] = []
     (stage,) = runner.stages
-    orig = stage._process
+    orig, translate_now = stage._process, lambdas.translate
 
     def process(df: DataFrame, batch_id: int) -> None:
         with counted() as calls:
             orig(df, batch_id)
-        per_batch.append(dict(calls))
+        per_batch.append(dict(calls) | {"translate": translations.pop("n", 0)})
+
+    translations: dict[str, int] = {}
+
+    def counting_translate(f: Any, args: Any) -> TExpr:
+        translations["n"] = translations.get("n", 0) + 1
+        return translate_now(f, args)
 
     monkeypatch.setattr(stage, "_process", process)
+    monkeypatch.setattr(lambdas, "translate", counting_translate)
     run_once(runner)
     assert _outputs(tmp_path) == _expected(len, BATCHES)
-    assert per_batch and all(c == {"select": 1, "filter": 0} for c in per_batch), per_batch
+    assert len(per_batch) == len(BATCHES), per_batch
+    # the first batch translates the requests' map (native_state) and the sink's; the others
+    # reuse their Columns (reuse.py)
+    assert per_batch[0] == {"select": 1, "filter": 0, "translate": 2}, per_batch
+    assert all(c == {"select": 1, "filter": 0, "translate": 0} for c in per_batch[1:]), per_batch
     assert verify_runner(runner).identical
+
+
+OFFSET = 1
+
+
+class Adder:
+    """Tag."""
+
+
+def test_a_changed_global_is_translated_again(spark: SparkSession, tmp_path: Path) -> None:
+    """A translated function embeds its globals' values: reused Columns must not keep a
+    value the global no longer has (the simulator and the Arrow path read it per call)."""
+    global OFFSET
+    flow = hl.FlowBuilder("offset")
+    # unordered: the source's rows stay a pending frame, whose Columns are the same every batch
+    flow.process(Adder).source("n", int).weaken_ordering().map(lambda v: v + OFFSET).sink("out")
+    src = tmp_path / "in"
+    src.mkdir()
+    with FlowRunner(flow.finalize(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"n": f"json:{src}"}) as run:
+        run.start()
+        try:
+            (src / "0.json").write_text('{"value": 10}\n')
+            run.process_all_available()
+            OFFSET = 100
+            (src / "1.json").write_text('{"value": 20}\n')
+            run.process_all_available()
+            (src / "2.json").write_text('{"value": 30}\n')
+            run.process_all_available()
+        finally:
+            OFFSET = 1
+        assert sorted(run.memory("out").values()) == [11, 120, 130]
+        paths = {k: v for st in run.stages for k, v in st.progress.fn_paths.items()}
+        assert set(paths.values()) == {"native"}, paths  # translated, not run in Python

@@ -28,6 +28,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from .fn_source import function_ast
+from .reuse import derived, free_values
 from .types import NONE, DictT, HType, ListT, NoneT, OptT, Prim, RecordT, StructT, TupleT, from_python, of_value
 
 INT, FLOAT, STR, BOOL = Prim(int), Prim(float), Prim(str), Prim(bool)
@@ -58,6 +59,27 @@ def translate(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
     if len(fa.params) != len(args):
         raise NotTranslatable(f"expected {len(fa.params)} arguments, got {len(args)}")
     return Translator(f, dict(zip(fa.params, args))).visit(fa.body)
+
+
+def translate_reused(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
+    """`translate`, reused from an earlier micro-batch while the arguments are the same
+    Column objects and `f`'s free names hold the same values (`reuse.py`): the tick
+    translates its functions once per query, not once per batch. A function that did not
+    translate is not parsed again either; the same NotTranslatable reason is raised."""
+    bound = free_values(f)
+    if bound is None:
+        return translate(f, args)
+
+    def attempt() -> TExpr | str:
+        try:
+            return translate(f, args)
+        except NotTranslatable as exc:
+            return str(exc)
+
+    got = derived(("translate", f, bound, tuple(a.t for a in args)), [a.col for a in args], attempt)
+    if isinstance(got, str):
+        raise NotTranslatable(got)
+    return got
 
 
 def literal(value: Any, t: HType | None = None) -> TExpr:

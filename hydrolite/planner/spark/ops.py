@@ -17,8 +17,9 @@ from ...ir import nodes as n
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles
-from .lambdas import NotTranslatable, TExpr, literal, translate
+from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
+from .reuse import derived
 from .types import (
     OPAQUE,
     HType,
@@ -83,7 +84,7 @@ def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFr
     if kind != "inspect":
         try:
             v = F.col("v") if kind == "flat_map" else sf.col("v")  # flat_map builds its DataFrame
-            out = _native(ctx, kind, translate(node.f, [TExpr(v, sf.vt)]), sf)
+            out = _native(ctx, kind, translate_reused(node.f, [TExpr(v, sf.vt)]), sf)
             ctx.note_fn(node, "native")
             ctx.natives.append((node, sf))
             return out
@@ -261,8 +262,9 @@ def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     x = args[0]
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     assert sf.kt is not None
-    v = F.struct(sf.col("k").alias("_1"), sf.col("v").alias("_2"))
-    return sf.with_value(v, TupleT((sf.kt, sf.vt)), keyed=False)
+    k, v = sf.col("k"), sf.col("v")
+    pair = derived(("entries",), [k, v], lambda: F.struct(k.alias("_1"), v.alias("_2")))
+    return sf.with_value(pair, TupleT((sf.kt, sf.vt)), keyed=False)
 
 
 @handles(n.Values, lazy=True)

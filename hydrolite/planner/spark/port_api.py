@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .errors import SparkRunError
+from .reuse import derived
 from .state import StateStore
 from .types import HType, StructT
 from .values import SFrame
@@ -194,8 +195,12 @@ def external_columns(sf: SFrame, col: Callable[[str], Column] = F.col) -> list[C
 
 def external_df(sf: SFrame) -> DataFrame:
     """The batch as a DataFrame in the external layout (rows in no particular order), built
-    with one transformation even when `sf` is pending."""
-    return sf.select(*external_columns(sf, sf.col))
+    with one transformation even when `sf` is pending (its columns reused from an earlier
+    batch while `sf`'s are the same objects: `reuse.py`)."""
+    inputs = [sf.col(c) for c in (["k"] if sf.keyed else []) + ["v"]]
+    names = dict(zip((["k"] if sf.keyed else []) + ["v"], inputs))
+    cols = derived(("external", sf.keyed, sf.vt), inputs, lambda: external_columns(sf, names.__getitem__))
+    return sf.select(*cols)
 
 
 # ------------------------------------------------------------------ sources

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
@@ -133,6 +133,7 @@ class StageRunner(StageOutputs, HeldBatches):
         self.error: BaseException | None = None
         self.progress = StageProgress()
         self._ctx: BatchCtx | None = None
+        self._in_cols: dict[int, tuple[Column, dict[str, Column], dict[str, Column]]] = {}  # _split's, per input
         self.region: ExecutorRegion | None = None  # keyed state on the executors (set by streaming_df)
         self.native: NativeAggregations | None = None  # native streaming aggregations (set by streaming_df)
         # how many times the query's plan scans each input: Spark's `numInputRows` counts every
@@ -304,13 +305,15 @@ class StageRunner(StageOutputs, HeldBatches):
         for i, inp in enumerate(self.inputs):
             if inp.node is None or not self.in_tick[i]:  # the heartbeat carries no elements; no live node reads it
                 continue
-            mine = F.col("_src") == i
-            if quarantine_dir(inp.binding) is not None:  # its rejected records were set aside (quarantine.py)
-                mine = mine & good()
-            fields = {c: F.col(f"p{i}.{c}") for c in (["k"] if inp.kt is not None else []) + ["v"]}
+            if i not in self._in_cols:  # the same Columns every batch: later steps reuse theirs (reuse.py)
+                mine = F.col("_src") == i
+                if quarantine_dir(inp.binding) is not None:  # its rejected records were set aside (quarantine.py)
+                    mine = mine & good()
+                fields = {c: F.col(f"p{i}.{c}") for c in (["k"] if inp.kt is not None else []) + ["v"]}
+                self._in_cols[i] = (mine, fields, {"_o0": F.col("_seq")} if not self.has_file[i] else {})
+            mine, fields, order = self._in_cols[i]
             if (self.has_file[i] and not self.ordered[i]) or (self.has_seq[i] and not self.has_file[i]):
                 # no order needed, or the source's own: a pending frame (built with its first reader)
-                order = {"_o0": F.col("_seq")} if not self.has_file[i] else {}
                 sf = SFrame.pending(df, order | fields, inp.vt, inp.kt, tuple(order), where=mine)
             else:
                 payload = [c.alias(name) for name, c in fields.items()]
