@@ -28,7 +28,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from .fn_source import function_ast
-from .reuse import derived, free_values
+from .reuse import derived, field_of, free_values, struct_of
 from .types import NONE, DictT, HType, ListT, NoneT, OptT, Prim, RecordT, StructT, TupleT, from_python, of_value
 
 INT, FLOAT, STR, BOOL = Prim(int), Prim(float), Prim(str), Prim(bool)
@@ -300,7 +300,7 @@ class Translator:
     # ------------------------------------------------------------- structure
     def tuple_(self, node: ast.Tuple) -> TExpr:
         items = [self.visit(e) for e in node.elts]
-        col = F.struct(*[it.col.alias(f"_{i + 1}") for i, it in enumerate(items)])
+        col = struct_of([(f"_{i + 1}", it.col) for i, it in enumerate(items)])
         return TExpr(col, TupleT(tuple(it.t for it in items)))
 
     def list_(self, node: ast.List) -> TExpr:
@@ -317,7 +317,7 @@ class Translator:
             return literal(value)
         a = self.visit(node.value)
         if isinstance(a.t, RecordT) and node.attr in a.t.names:
-            return TExpr(a.col.getField(node.attr), a.t.field(node.attr))
+            return TExpr(field_of(a.col, node.attr), a.t.field(node.attr))
         raise NotTranslatable(f"attribute .{node.attr} of {a.t}")
 
     def subscript(self, node: ast.Subscript) -> TExpr:
@@ -341,7 +341,7 @@ class Translator:
             if not -len(a.t.items) <= idx < len(a.t.items):
                 raise NotTranslatable("tuple index out of range")
             name = a.t.names[idx]
-            return TExpr(a.col.getField(name), a.t.items[idx])
+            return TExpr(field_of(a.col, name), a.t.items[idx])
         if isinstance(a.t, ListT):
             return TExpr(F.element_at(a.col, idx + 1 if idx >= 0 else idx), a.t.item)
         raise NotTranslatable(f"indexing {a.t}")
@@ -399,7 +399,7 @@ class Translator:
                     raise NotTranslatable(
                         f"{target.__name__}.{nm} given {given[nm].t.describe()}, declared {t.describe()}"
                     )
-            return TExpr(F.struct(*[given[nm].col.cast(t.spark()).alias(nm) for nm, t in zip(rt.names, rt.items)]), rt)
+            return TExpr(struct_of([(nm, given[nm].col.cast(t.spark())) for nm, t in zip(rt.names, rt.items)]), rt)
         if node.keywords:
             raise NotTranslatable("keyword arguments")
         rule = CALLS.get(target) if _hashable(target) else None

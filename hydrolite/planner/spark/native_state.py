@@ -404,6 +404,7 @@ class NativeAggregations:
         from pyspark.sql import functions as F
 
         from .ops_state import merge_columns
+        from .reuse import field_of, struct_of
         from .types import OptT
         from .values import KTable
 
@@ -431,7 +432,7 @@ class NativeAggregations:
                 continue
             assert isinstance(te.t, TupleT)  # (k, (r, value)), typed as `ops.keyed_lookup` types it
             rt = OptT(vt) if lookup.keep_missing and not isinstance(vt, OptT) else vt
-            answer = F.struct(te.col.getField("_2").alias("_1"), v.alias("_2"))
+            answer = struct_of([("_1", field_of(te.col, "_2")), ("_2", v)])
             t, kt = TupleT((te.t.items[1], rt)), te.t.items[0]
             values[id(lookup)] = _frame({"k": k, "v": answer}, t, kt)
         c = self._cols[i] = _Columns(mine=F.col("_src") == NATIVE_SRC - i, values=values)

@@ -19,7 +19,7 @@ from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles
 from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
-from .reuse import derived
+from .reuse import derived, struct_of
 from .types import (
     OPAQUE,
     HType,
@@ -263,7 +263,7 @@ def entries(ctx: BatchCtx, node: n.Entries, args: list[Val]) -> Val:
     sf = table_frame(ctx.spark, x) if isinstance(x, KTable) else sframe(x, node)
     assert sf.kt is not None
     k, v = sf.col("k"), sf.col("v")
-    pair = derived(("entries",), [k, v], lambda: F.struct(k.alias("_1"), v.alias("_2")))
+    pair = derived(("entries",), [k, v], lambda: struct_of([("_1", k), ("_2", v)]))
     return sf.with_value(pair, TupleT((sf.kt, sf.vt)), keyed=False)
 
 

@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .errors import SparkRunError
-from .reuse import derived
+from .reuse import derived, field_of
 from .state import StateStore
 from .types import HType, StructT
 from .values import SFrame
@@ -189,7 +189,7 @@ def external_columns(sf: SFrame, col: Callable[[str], Column] = F.col) -> list[C
     if sf.keyed:
         return [col("k").alias("key"), col("v").alias("value")]
     if isinstance(sf.vt, StructT):
-        return [col("v").getField(n).alias(n) for n in sf.vt.names]
+        return [field_of(col("v"), n).alias(n) for n in sf.vt.names]
     return [col("v").alias("value")]
 
 

@@ -19,6 +19,13 @@ Identity is safe: an entry holds its input Columns, so their ids cannot be taken
 objects while the entry lives, and the same objects mean the same expressions (Columns
 are immutable). The table keeps the latest `LIMIT` entries, whatever the Spark session.
 
+`struct_of` / `field_of` keep the composed expressions small the same way: a field of a
+struct this module built is that field's own Column, not `struct(...)['_1']`. Chains of
+tuple-building lambdas (`entries()`, then `lambda e: (e[0], e[1][1])`, then the output's
+columns) otherwise nest structs in structs, which Spark must analyse in every batch's
+`select` (measured: 20-115 ms per batch on the running count) before its optimizer takes
+them apart again.
+
     >>> from hydrolite.planner.spark.reuse import derived
     >>> a, b = object(), object()  # stand-ins for Columns: only their identity is used
     >>> derived(("double",), [a], lambda: "built once")
@@ -37,11 +44,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
 _T = TypeVar("_T")
 
 LIMIT = 1024
 _entries: OrderedDict[tuple[Hashable, ...], tuple[Sequence[object], Any]] = OrderedDict()
 _lock = threading.Lock()  # sinks of one batch are written from several threads (outputs.py)
+_structs: OrderedDict[int, tuple[Column, dict[str, Column]]] = OrderedDict()  # struct_of's, by id
 
 
 def derived(tag: Hashable, inputs: Sequence[object], build: Callable[[], _T]) -> _T:
@@ -110,3 +121,25 @@ def free_values(f: Callable[..., Any]) -> tuple[Hashable, ...] | None:
         else:
             out.append((name, type(value), repr(value)))
     return tuple(out)
+
+
+def struct_of(fields: Sequence[tuple[str, Column]]) -> Column:
+    """`F.struct` of the named Columns, remembered so that `field_of` gives a field back as
+    its own Column. A struct built here is never null, so its field is exactly the Column
+    it was built from."""
+    col = F.struct(*[c.alias(name) for name, c in fields])
+    with _lock:
+        _structs[id(col)] = (col, dict(fields))
+        while len(_structs) > LIMIT:
+            _structs.popitem(last=False)
+    return col
+
+
+def field_of(col: Column, name: str) -> Column:
+    """Field `name` of the struct `col`: the Column it was built from when `struct_of`
+    built `col`, else `col.getField(name)`."""
+    with _lock:
+        built = _structs.get(id(col))
+    if built is not None and built[0] is col and name in built[1]:
+        return built[1][name]
+    return col.getField(name)
