@@ -110,3 +110,20 @@ def test_a_null_inside_a_record_names_its_path_and_row(case: str, spark: SparkSe
     msg = str(info.value)
     assert f"{bad}, row 2: field '{field}': {expected}, found null" in msg, msg
     assert "record: {" in msg and "fix: " in msg, msg
+
+
+def test_the_refused_row_is_found_in_the_right_file_of_the_batch(spark: SparkSession, tmp_path: Path) -> None:
+    """With several files in one batch, the message names the file and row of the refused
+    record (read from Spark's `_metadata` of that row), not another file's."""
+    src = tmp_path / "in"
+    src.mkdir()
+    write(src / "a.parquet", [GOOD] * 3)
+    write(src / "b.parquet", [GOOD, GOOD, GOOD | {"tags": [None]}, GOOD | {"name": None}])
+    with FlowRunner(program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}) as run:
+        run.start()
+        with pytest.raises(BadDataError) as info:
+            run.process_all_available()
+    msg = str(info.value)
+    assert f"{src / 'b.parquet'}, row 3: field 'tags[0]': expected int, found null" in msg or (
+        f"{src / 'b.parquet'}, row 4: field 'name': expected str, found null" in msg
+    ), msg  # either refused record may stop the batch first; its own file and row are named
