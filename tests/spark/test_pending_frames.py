@@ -191,3 +191,18 @@ def test_a_changed_global_is_translated_again(spark: SparkSession, tmp_path: Pat
         assert sorted(run.memory("out").values()) == [11, 120, 130]
         paths = {k: v for st in run.stages for k, v in st.progress.fn_paths.items()}
         assert set(paths.values()) == {"native"}, paths  # translated, not run in Python
+
+
+def test_fields_of_structs_hydrolite_built_are_their_own_columns(spark: SparkSession) -> None:
+    """`entries()` then `lambda e: (e[1], e[0][0] if ...)`: the composed expression holds no
+    struct-of-struct field access (`reuse.field_of`), and answers what the kernels answer."""
+    start = frame_of(spark, VALS, INT, KEYS, STR, ordered=False)
+    ctx: Any = BatchCtx.__new__(BatchCtx)
+    pairs = ops.entries(ctx, None, [start])  # type: ignore[arg-type]
+    assert isinstance(pairs, SFrame)
+    nested = native("map", lambda e: ((e[1], e[0]), e[1] * 2), pairs)
+    out = native("map", lambda p: (p[0][1], p[1] + p[0][0]), nested)
+    text = str(out.col("v"))
+    assert "['" not in text, text  # no `struct(...)['_1']` left
+    got = sorted((r["_1"], r["_2"]) for r in external_df(out).collect())
+    assert got == sorted((k, v * 3) for k, v in zip(KEYS, VALS, strict=True))

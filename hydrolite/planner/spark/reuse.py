@@ -38,6 +38,7 @@ them apart again.
 
 from __future__ import annotations
 
+import dis
 import threading
 import types
 from collections import OrderedDict
@@ -79,30 +80,56 @@ def derived(tag: Hashable, inputs: Sequence[object], build: Callable[[], _T]) ->
     return value
 
 
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+_LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"}
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def _plain(value: object) -> bool:
+    """Data whose repr says all of it: numbers, strings, None, and containers of those."""
+    if isinstance(value, _PLAIN):
+        return True
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return all(_plain(x) for x in value)
+    if isinstance(value, dict):
+        return all(_plain(k) and _plain(x) for k, x in value.items())
+    return False
+
+
+def _descriptor(value: object) -> bool:
+    return hasattr(type(value), "__get__")
+
+
 def free_values(f: Callable[..., Any]) -> tuple[Hashable, ...] | None:
-    """What `f`'s free names (globals and closure cells, in nested code too) hold now, as
-    a hashable key: a translation embeds those values as literals, so it may be reused only
-    while they are unchanged. Values are keyed by their type and repr (a list global that
-    grew has a new repr), functions, classes and modules by themselves. None when a value
-    cannot be keyed, or `f` has no code (then translate every time).
+    """What `f`'s free names (globals and closure cells it loads, in nested code too) hold
+    now, as a hashable key: a translation embeds those values as literals, so it may be
+    reused only while they are unchanged. Plain data (numbers, strings, containers of them)
+    is keyed by type and repr (a list that grew has a new repr); functions by themselves;
+    a module or class by itself and the plain attributes `f` may read from it
+    (`config.LIMIT`). None — translate every time — when a value is anything else (an
+    object whose attributes may change unseen) or `f` has no code.
 
     >>> limit = 3
-    >>> free_values(lambda v: v > limit)[0][0]
-    'limit'
+    >>> free_values(lambda v: v > limit)
+    (('limit', <class 'int'>, '3'),)
+    >>> free_values(lambda v: v.limit)  # an attribute, not the global: nothing to watch
+    ()
     """
     code = getattr(f, "__code__", None)
     if not isinstance(code, types.CodeType):
         return None
-    names: set[str] = set()
+    loaded: set[str] = set()
+    attrs: set[str] = set()
     stack = [code]
     while stack:
         c = stack.pop()
-        names.update(c.co_names, c.co_freevars)
+        attrs.update(c.co_names)
+        loaded.update(str(i.argval) for i in dis.get_instructions(c) if i.opname in _LOADS)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     cells = dict(zip(code.co_freevars, getattr(f, "__closure__", None) or ()))
     glb: dict[str, Any] = getattr(f, "__globals__", {})
     out: list[Hashable] = []
-    for name in sorted(names):
+    for name in sorted(loaded):
         if name in cells:
             try:
                 value = cells[name].cell_contents
@@ -110,16 +137,21 @@ def free_values(f: Callable[..., Any]) -> tuple[Hashable, ...] | None:
                 return None
         elif name in glb:
             value = glb[name]
-        else:  # a builtin or an attribute name: the same for the function's whole life
+        else:  # a builtin: the same for the function's whole life
             continue
-        if callable(value) or isinstance(value, types.ModuleType):
-            try:
-                hash(value)
-            except TypeError:
-                return None
-            out.append((name, value))
-        else:
+        if _plain(value):
             out.append((name, type(value), repr(value)))
+        elif isinstance(value, _FUNCTIONS):
+            out.append((name, value))
+        elif isinstance(value, (types.ModuleType, type)):
+            read = [(a, getattr(value, a)) for a in sorted(attrs) if hasattr(value, a)]
+            # functions, modules and descriptors (a NamedTuple's fields) translate to no literal
+            data = [(a, v) for a, v in read if not (callable(v) or isinstance(v, types.ModuleType) or _descriptor(v))]
+            if not all(_plain(v) for _, v in data):
+                return None
+            out.append((name, value, tuple((a, type(v), repr(v)) for a, v in data)))
+        else:
+            return None
     return tuple(out)
 
 
