@@ -197,9 +197,8 @@ def external_df(sf: SFrame) -> DataFrame:
     """The batch as a DataFrame in the external layout (rows in no particular order), built
     with one transformation even when `sf` is pending (its columns reused from an earlier
     batch while `sf`'s are the same objects: `reuse.py`)."""
-    inputs = [sf.col(c) for c in (["k"] if sf.keyed else []) + ["v"]]
-    names = dict(zip((["k"] if sf.keyed else []) + ["v"], inputs))
-    cols = derived(("external", sf.keyed, sf.vt), inputs, lambda: external_columns(sf, names.__getitem__))
+    named = {c: sf.col(c) for c in (["k"] if sf.keyed else []) + ["v"]}
+    cols = derived(("external", sf.keyed, sf.vt), list(named.values()), lambda: external_columns(sf, named.__getitem__))
     return sf.select(*cols)
 
 

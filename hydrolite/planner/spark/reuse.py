@@ -39,6 +39,7 @@ them apart again.
 from __future__ import annotations
 
 import dis
+import functools
 import threading
 import types
 from collections import OrderedDict
@@ -100,6 +101,21 @@ def _descriptor(value: object) -> bool:
     return hasattr(type(value), "__get__")
 
 
+@functools.lru_cache(maxsize=LIMIT)
+def _names(code: types.CodeType) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The free names `code` loads (sorted) and the attribute names it may read, nested code
+    included: fixed for the code's life, so read once (`free_values` runs every batch)."""
+    loaded: set[str] = set()
+    attrs: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        attrs.update(c.co_names)
+        loaded.update(str(i.argval) for i in dis.get_instructions(c) if i.opname in _LOADS)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return tuple(sorted(loaded)), frozenset(attrs)
+
+
 def free_values(f: Callable[..., Any]) -> tuple[Hashable, ...] | None:
     """What `f`'s free names (globals and closure cells it loads, in nested code too) hold
     now, as a hashable key: a translation embeds those values as literals, so it may be
@@ -118,18 +134,11 @@ def free_values(f: Callable[..., Any]) -> tuple[Hashable, ...] | None:
     code = getattr(f, "__code__", None)
     if not isinstance(code, types.CodeType):
         return None
-    loaded: set[str] = set()
-    attrs: set[str] = set()
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        attrs.update(c.co_names)
-        loaded.update(str(i.argval) for i in dis.get_instructions(c) if i.opname in _LOADS)
-        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    loaded, attrs = _names(code)
     cells = dict(zip(code.co_freevars, getattr(f, "__closure__", None) or ()))
     glb: dict[str, Any] = getattr(f, "__globals__", {})
     out: list[Hashable] = []
-    for name in sorted(loaded):
+    for name in loaded:
         if name in cells:
             try:
                 value = cells[name].cell_contents

@@ -72,9 +72,12 @@ FILE = T.StructType(
 )
 
 
+_MTIME = "unix_micros(_metadata.file_modification_time)"  # as microseconds (see FILE)
+
+
 def _mtime() -> Column:
     """`_metadata.file_modification_time` as microseconds (see FILE)."""
-    return F.unix_micros(F.col("_metadata.file_modification_time"))
+    return F.expr(_MTIME)
 
 
 # Spark's JSON / CSV options the strict parser does not implement (refused, never ignored)
@@ -359,15 +362,15 @@ def null_problem(c: str, t: HType, path: str, depth: int = 0) -> str | None:
             if (p := null_problem(f"{c}.{sql_name(n)}", it, f"concat({path}, {sql_str('.' + n)})", depth)) is not None
         ]
         inner = f"coalesce({', '.join(parts)})" if len(parts) > 1 else parts[0] if parts else None
-    elif isinstance(t, ListT) and null_problem("NULL", t.item, "''", depth + 1) is not None:
+    elif isinstance(t, ListT):
         x, i = f"_x{depth}", f"_i{depth}"
         item = null_problem(x, t.item, f"concat({path}, '[', CAST({i} AS STRING), ']')", depth + 1)
-        inner = f"get(array_compact(transform({c}, ({x}, {i}) -> {item})), 0)"
-    elif isinstance(t, DictT) and null_problem("NULL", t.value, "''", depth + 1) is not None:
+        inner = None if item is None else f"get(array_compact(transform({c}, ({x}, {i}) -> {item})), 0)"
+    elif isinstance(t, DictT):
         e = f"_e{depth}"
         where = f"concat({path}, '[\\'', CAST({e}.key AS STRING), '\\']')"
         item = null_problem(f"{e}.value", t.value, where, depth + 1)
-        inner = f"get(array_compact(transform(map_entries({c}), {e} -> {item})), 0)"
+        inner = None if item is None else f"get(array_compact(transform(map_entries({c}), {e} -> {item})), 0)"
     return (
         f"CASE WHEN {c} IS NULL THEN {msg} END"
         if inner is None
@@ -393,7 +396,7 @@ def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quara
         "_metadata.file_path AS _m_path",
         "_metadata.row_index + 1 AS _m_row",
         "_metadata.file_block_start AS _m_start",
-        "unix_micros(_metadata.file_modification_time) AS _m_mtime",
+        f"{_MTIME} AS _m_mtime",
         *([f"{problem} AS _m_problem"] if problem is not None else []),
     )
     record = f"to_json(struct({', '.join(names)}))"
