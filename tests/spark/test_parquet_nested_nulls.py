@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import hydrolite as hl
+from hydrolite import nondet
 from hydrolite.planner.spark.errors import BadDataError
 from hydrolite.planner.spark.runtime import FlowRunner
 
@@ -68,6 +69,24 @@ def program() -> hl.Flow:
     return flow.finalize()
 
 
+def counted() -> hl.Flow:
+    """A running count per name read back at an align point: only Spark's own aggregation
+    reads the input, so the input is read without file metadata (`strict_read.unlocated`)
+    and a refused record's file and row are found after the batch failed."""
+    flow = hl.FlowBuilder("nested_count")
+    node = flow.process(P)
+    items = node.source("p", Item).map(lambda i: (i.name, i.at.x)).into_keyed()
+    align, tick = node.local_align_point(), node.tick()
+    touched = items.batch_aligned(tick, align, nondet("any grouping gives the same counts")).keys()
+    snap = items.count().snapshot_aligned(tick, align, nondet("the version with this batch"))
+    asked = touched.map(lambda k: (k, None)).into_keyed().lookup_keyed_singleton(snap)
+    asked.entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("out")
+    return flow.finalize()
+
+
+PROGRAMS = {"stream": program, "native-count": counted}
+
+
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
 
@@ -96,14 +115,19 @@ BAD: dict[str, tuple[dict[str, Any], str, str]] = {
 }
 
 
+@pytest.mark.parametrize("prog", list(PROGRAMS))
 @pytest.mark.parametrize("case", list(BAD))
-def test_a_null_inside_a_record_names_its_path_and_row(case: str, spark: SparkSession, tmp_path: Path) -> None:
+def test_a_null_inside_a_record_names_its_path_and_row(
+    case: str, prog: str, spark: SparkSession, tmp_path: Path
+) -> None:
     change, field, expected = BAD[case]
     src = tmp_path / "in"
     src.mkdir()
     bad = src / "bad.parquet"
     write(bad, [GOOD, GOOD | change])
-    with FlowRunner(program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}) as run:
+    with FlowRunner(
+        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
+    ) as run:
         run.start()
         with pytest.raises(BadDataError) as info:
             run.process_all_available()
@@ -112,14 +136,19 @@ def test_a_null_inside_a_record_names_its_path_and_row(case: str, spark: SparkSe
     assert "record: {" in msg and "fix: " in msg, msg
 
 
-def test_the_refused_row_is_found_in_the_right_file_of_the_batch(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("prog", list(PROGRAMS))
+def test_the_refused_row_is_found_in_the_right_file_of_the_batch(
+    prog: str, spark: SparkSession, tmp_path: Path
+) -> None:
     """With several files in one batch, the message names the file and row of the refused
     record (read from Spark's `_metadata` of that row), not another file's."""
     src = tmp_path / "in"
     src.mkdir()
     write(src / "a.parquet", [GOOD] * 3)
     write(src / "b.parquet", [GOOD, GOOD, GOOD | {"tags": [None]}, GOOD | {"name": None}])
-    with FlowRunner(program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}) as run:
+    with FlowRunner(
+        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
+    ) as run:
         run.start()
         with pytest.raises(BadDataError) as info:
             run.process_all_available()
@@ -127,3 +156,26 @@ def test_the_refused_row_is_found_in_the_right_file_of_the_batch(spark: SparkSes
     assert f"{src / 'b.parquet'}, row 3: field 'tags[0]': expected int, found null" in msg or (
         f"{src / 'b.parquet'}, row 4: field 'name': expected str, found null" in msg
     ), msg  # either refused record may stop the batch first; its own file and row are named
+
+
+@pytest.mark.parametrize(("prog", "reads_metadata"), [("stream", True), ("native-count", False)])
+def test_the_scan_reads_file_metadata_only_where_a_reader_needs_it(
+    prog: str, reads_metadata: bool, spark: SparkSession, tmp_path: Path
+) -> None:
+    """A streaming scan builds Spark's whole `_metadata` struct for every row once the plan
+    references it; an input only Spark's aggregation reads leaves it out (and counts right)."""
+    src = tmp_path / "in"
+    src.mkdir()
+    write(src / "a.parquet", [GOOD, GOOD | {"name": "b"}, GOOD | {"at": {"x": 5, "y": None}}])
+    with FlowRunner(
+        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
+    ) as run:
+        run.start()
+        run.process_all_available()
+        plan = "\n".join(str(q._jsq.explainInternal(False)) for q in spark.streams.active)
+        got = sorted(run.memory("out").values())
+    assert ("file_path" in plan) is reads_metadata, plan
+    if prog == "native-count":
+        assert got == [("a", 2), ("b", 1)]
+    else:
+        assert len(got) == 3

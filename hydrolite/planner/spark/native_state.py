@@ -352,6 +352,19 @@ class NativeAggregations:
             )
             if i is not None:
                 self.keys[id(x)] = (x, i)
+        self._find_in_place()  # before `given`, which the runner asks before the branch is built
+
+    @classmethod
+    def over(cls, states: Sequence[NativeState], inputs: Sequence[Any], stage: Stage) -> NativeAggregations:
+        """The aggregations of a query whose union holds `inputs` (`InputSpec`s) in this order."""
+        from .quarantine import quarantine_dir
+
+        at = {
+            id(inp.node): NativeInput(i, quarantine_dir(inp.binding) is not None)
+            for i, inp in enumerate(inputs)
+            if inp.node is not None
+        }
+        return cls(states, at, stage)
 
     def branch(self, raw: Any) -> Any:
         """The aggregations' rows, to union with the query's raw rows: state i's rows have
@@ -364,7 +377,6 @@ class NativeAggregations:
 
         out = None
         self._parts, self._cols = [], {}
-        self._find_in_place()
         for i, st in enumerate(self.states):
             inp = self.inputs[id(st.input)]
             rows = raw.filter(F.col("_src") == inp.src)

@@ -49,7 +49,7 @@ from .files import FileWatch
 from .held import HeldBatches, release_held
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock, checkpoint_dir
-from .native_state import OUTPUT_MODE, NativeAggregations, NativeInput
+from .native_state import OUTPUT_MODE, NativeAggregations
 from .offsets import check_restart
 from .outputs import StageOutputs
 from .placement import KEYED_STATE, place_all
@@ -68,7 +68,7 @@ from .run_support import busy, diagnose_natives, pickle_user_modules, record_bin
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .strict_read import read_error_detail
+from .strict_read import locate_bad_record, read_error_detail, read_unlocated, unlocated, unlocated_mark
 from .types import NONE, OPAQUE, HType, from_python
 from .upgrade import PlanChangedError, committed, reconcile, write_record
 from .values import Scalar, SFrame, Val
@@ -141,6 +141,8 @@ class StageRunner(StageOutputs, HeldBatches):
         # progress line and the metrics divide by this (set by streaming_df)
         self.scans = [1] * len(self.inputs)
         self.in_tick = [True] * len(self.inputs)  # whether the input's own rows reach the tick (streaming_df)
+        self.unlocated: set[int] = set()  # inputs read without file metadata (`_unlocated`)
+        self._batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
@@ -167,8 +169,18 @@ class StageRunner(StageOutputs, HeldBatches):
     def streaming_df(self) -> DataFrame:
         spark = self.runner.spark
         parts: list[DataFrame] = []
+        region = self.stage.placement.region if self.stage.placement is not None else None
+        natives = self.stage.placement.native if self.stage.placement is not None else ()
+        if natives:  # algebraic keyed state as Spark's own aggregations: native_state.py
+            self.native = NativeAggregations.over(natives, self.inputs, self.stage)
+        if self.native is not None and region is None:  # no reader needs their `_file`: strict_read.unlocated
+            self.unlocated = unlocated(self.inputs, live_nodes(self.stage, self.native.given()))
         for i, inp in enumerate(self.inputs):
-            sdf = inp.binding.stream(spark, inp.name, inp.vt, inp.kt)
+            sdf = (
+                read_unlocated(spark, inp)
+                if i in self.unlocated
+                else inp.binding.stream(spark, inp.name, inp.vt, inp.kt)
+            )
             self.has_seq[i] = "_seq" in sdf.columns
             self.has_file[i] = "_file" in sdf.columns  # file inputs: ordered by file, then split, then row
             seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
@@ -178,20 +190,12 @@ class StageRunner(StageOutputs, HeldBatches):
         raw = parts[0]
         for p in parts[1:]:
             raw = raw.unionByName(p, allowMissingColumns=True)
-        region = self.stage.placement.region if self.stage.placement is not None else None
-        natives = self.stage.placement.native if self.stage.placement is not None else ()
         if region is not None or natives:
             spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
         branches: list[DataFrame] = []
         reads = 0  # how many times the branches read `raw` (each a scan of every input)
         given: set[int] = set()  # nodes whose values the branches compute
-        if natives:  # algebraic keyed state as Spark's own aggregations: native_state.py
-            at = {
-                id(inp.node): NativeInput(i, quarantine_dir(inp.binding) is not None)
-                for i, inp in enumerate(self.inputs)
-                if inp.node is not None
-            }
-            self.native = NativeAggregations(natives, at, self.stage)
+        if self.native is not None:
             branches.append(self.native.branch(raw))
             reads += self.native.scans
             given |= self.native.given()
@@ -222,6 +226,7 @@ class StageRunner(StageOutputs, HeldBatches):
         for i, inp in enumerate(self.inputs):
             self.in_tick[i] = inp.node is None or id(inp.node) in self.live or quarantine_dir(inp.binding) is not None
             self.scans[i] = int(self.in_tick[i]) + reads
+            assert not (self.in_tick[i] and i in self.unlocated), "an input read without `_file` reaches the tick"
         if self.native is not None:
             self.native.alone = len(self.native.states) == 1 and region is None and not any(self.in_tick)
         # the branches first: Spark numbers a query's sources in the order the plan first
@@ -276,11 +281,15 @@ class StageRunner(StageOutputs, HeldBatches):
 
     def _explain(self, exc: Exception, batch_id: int) -> SparkRunError:
         text = str(exc)
-        for inp in self.inputs:
-            path = getattr(inp.binding, "path", None)
-            if path and os.path.abspath(path) in text and inp.node is not None:
+        for i, inp in enumerate(self.inputs):
+            path, said = getattr(inp.binding, "path", None), text
+            if i in self.unlocated and unlocated_mark(inp.name) in text:  # the check's text names no file
+                said = locate_bad_record(self.runner.spark, inp, self._batch_files.get(i, [])) or text
+            elif not (path and os.path.abspath(path) in text):
+                continue
+            if inp.node is not None:
                 src = inp.node
-                detail = read_error_detail(text, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
+                detail = read_error_detail(said, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
                 return BadDataError(
                     f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
                     f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or describe_spark_error(exc)}"
@@ -361,7 +370,7 @@ class StageRunner(StageOutputs, HeldBatches):
     def _process(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
         # the remap log entry first, before any output: it survives Spark's log purging
-        files = self.remap.record(batch_id) if self.stage.streaming else {}
+        files = self._batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
         state = self.store.begin(batch_id)

@@ -246,16 +246,26 @@ def file_schema(vt: HType, kt: HType | None) -> T.StructType:
 
 
 def read_input(
-    spark: SparkSession, binding: FileInput, port: str, vt: HType, kt: HType | None, files: list[str] | None = None
+    spark: SparkSession,
+    binding: FileInput,
+    port: str,
+    vt: HType,
+    kt: HType | None,
+    files: list[str] | None = None,
+    located: bool = True,
 ) -> DataFrame:
     """The checked records of a file input: a stream of its directory, or (`files`, for
-    verify-run) a batch read of some of its files. Columns `k`, `v`, `_file` (`file_schema`)."""
+    verify-run) a batch read of some of its files. Columns `k`, `v`, `_file` (`file_schema`).
+
+    `located=False` (Parquet without quarantine): no `_file`, and the scan never reads
+    Spark's file metadata; a bad record's file and row are then found after the batch
+    failed (`locate_bad_record`)."""
     ro = read_options(port, binding.fmt, binding.options)
     reader: Reader = spark.readStream if files is None else spark.read
     target: Any = binding.path if files is None else files
     if binding.fmt == "parquet":
         df = reader.schema(external_schema(vt, kt)).format("parquet").options(**ro.spark).load(target)
-        return checked_parquet(df, port, vt, kt, ro.quarantine)
+        return checked_parquet(df, port, vt, kt, ro.quarantine, located or ro.quarantine is not None)
     if binding.fmt not in _PARSED:
         raise SparkRunError(f"input {port!r}: unknown file format {binding.fmt!r}")
     spec = parse_spec(spark, binding, port, vt, kt, ro)
@@ -322,6 +332,11 @@ def parse_lines(spec: ParseSpec) -> ArrowFn:
 _MARK = "hydrolite: bad record in "
 
 
+def unlocated_mark(port: str) -> str:
+    """How the check of an input read without its file metadata starts its message."""
+    return f"hydrolite: bad record of input {port!r}: "
+
+
 def sql_str(text: str) -> str:
     """`text` as a Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -378,19 +393,31 @@ def null_problem(c: str, t: HType, path: str, depth: int = 0) -> str | None:
     )
 
 
-def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quarantine: str | None) -> DataFrame:
+def checked_parquet(
+    df: DataFrame, port: str, vt: HType, kt: HType | None, quarantine: str | None, located: bool = True
+) -> DataFrame:
     """Parquet rows with a null where the type allows none: fail (`raise_error`), or keep
-    them aside in `_file.bad` (quarantine). Columns `k`, `v`, `_file`."""
+    them aside in `_file.bad` (quarantine). Columns `k`, `v`, and `_file` unless `located`
+    is false (then the message names the input, not the file: see `locate_bad_record`)."""
     layout = Layout.of(vt, kt)
     names = [sql_name(n) for n in layout.names]
     parts = [
         p for n, t in zip(layout.names, layout.types) if (p := null_problem(sql_name(n), t, sql_str(n))) is not None
     ]
     problem = f"coalesce({', '.join(parts)})" if len(parts) > 1 else parts[0] if parts else None
+    record = f"to_json(struct({', '.join(names)}))"
+    if not located:
+        # a streaming query builds the whole `_metadata` struct (path, name, size, block,
+        # mtime) for every row once any field of it is referenced anywhere in its plan, even
+        # when a later select drops it (seen in its physical plan): about a third of the scan
+        if problem is not None:
+            text = f"concat({sql_str(unlocated_mark(port))}, _m_problem, ' | record: ', {record})"
+            df = df.selectExpr(*names, f"{problem} AS _m_problem").filter(
+                F.expr(f"CASE WHEN _m_problem IS NULL THEN true ELSE CAST(raise_error({text}) AS BOOLEAN) END")
+            )
+        return df.select(*internal_columns(vt, kt))
     # the file's fields as plain columns first: in a batch read (verify-run), the check reading
-    # them through `_metadata` made Spark build that struct for every row (a third of the scan's
-    # time). A streaming query builds the whole struct below the plan anyway once any field of
-    # it is referenced (seen in its physical plan): the running count still pays that there.
+    # them through `_metadata` made Spark build that struct for every row (a third of the scan's time)
     df = df.selectExpr(
         *names,
         "_metadata.file_path AS _m_path",
@@ -399,7 +426,6 @@ def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quara
         f"{_MTIME} AS _m_mtime",
         *([f"{problem} AS _m_problem"] if problem is not None else []),
     )
-    record = f"to_json(struct({', '.join(names)}))"
     bad = f"CAST(NULL AS {BAD.simpleString()})"
     if problem is not None and quarantine is not None:
         path = r"url_decode(regexp_replace(regexp_replace(_m_path, '\\+', '%2B'), '^file:(//)?', ''))"
@@ -410,6 +436,38 @@ def checked_parquet(df: DataFrame, port: str, vt: HType, kt: HType | None, quara
         df = df.filter(F.expr(f"CASE WHEN _m_problem IS NULL THEN true ELSE CAST(raise_error({text}) AS BOOLEAN) END"))
     where = F.expr(f"named_struct('path', _m_path, 'start', _m_start, 'bad', {bad}, 'mtime', _m_mtime)")
     return df.select(*internal_columns(vt, kt), where.alias("_file"))
+
+
+def unlocated(inputs: list[Any], live: set[int]) -> set[int]:
+    """Which of a query's inputs (`InputSpec`s) to read without file metadata: Parquet ones
+    whose `_file` (arrival order, quarantine) no reader needs, as their rows reach no `live`
+    node of the tick (only the native aggregations read them)."""
+    return {
+        i
+        for i, inp in enumerate(inputs)
+        if isinstance(inp.binding, FileInput)
+        and inp.binding.fmt == "parquet"
+        and inp.node is not None
+        and id(inp.node) not in live
+        and read_options(inp.name, inp.binding.fmt, inp.binding.options).quarantine is None
+    }
+
+
+def read_unlocated(spark: SparkSession, inp: Any) -> DataFrame:
+    """An `unlocated` input's stream: `k`, `v`, no `_file`."""
+    return read_input(spark, inp.binding, inp.name, inp.vt, inp.kt, located=False)
+
+
+def locate_bad_record(spark: SparkSession, inp: Any, files: list[str]) -> str | None:
+    """The error text of an `unlocated` input's check over a batch read of `files` (the
+    batch's files of it), which names the bad record's file and row; None if none fails there."""
+    if not files:
+        return None
+    try:
+        read_input(spark, inp.binding, inp.name, inp.vt, inp.kt, files).write.format("noop").mode("overwrite").save()
+    except Exception as exc:  # the check's own failure is the answer; the caller reads what else it says
+        return str(exc)
+    return None
 
 
 # ------------------------------------------------------------------ Spark's own read errors
@@ -424,6 +482,9 @@ def read_error_detail(text: str, port: str, binding: FileInput) -> str | None:
     if m:
         path = local_path(m.group(1))
         return f"\n  {path}, row {m.group(2)}: {m.group(3)}{_columns_of(path)}\n  record: {m.group(4)}\n{fix}"
+    m = re.search(re.escape(unlocated_mark(port)) + r"(.*?) \| record: (.*?)(?: SQLSTATE: \w+|\n|$)", text)
+    if m:  # `locate_bad_record` did not find it again (the file changed since): the record itself
+        return f"\n  a record of this batch's files: {m.group(1)}\n  record: {m.group(2)}\n{fix}"
     m = re.search(
         r"\[(FAILED_READ_FILE[.\w]*)\] Encountered error while reading file (\S+?)\.?\s+(.*?)\s*SQLSTATE",
         text,
