@@ -46,6 +46,7 @@ from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
 from .feed import FeedWriter
 from .files import FileWatch
+from .footer_check import check_files, footer_checked
 from .held import HeldBatches, release_held
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock, checkpoint_dir
@@ -68,7 +69,7 @@ from .run_support import busy, diagnose_natives, pickle_user_modules, record_bin
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .strict_read import locate_bad_record, read_error_detail, read_unlocated, unlocated, unlocated_mark
+from .strict_read import locate_bad_record, read_error_detail, stream_input, unlocated, unlocated_mark
 from .types import NONE, OPAQUE, HType, from_python
 from .upgrade import PlanChangedError, committed, reconcile, write_record
 from .values import Scalar, SFrame, Val
@@ -141,7 +142,8 @@ class StageRunner(StageOutputs, HeldBatches):
         # progress line and the metrics divide by this (set by streaming_df)
         self.scans = [1] * len(self.inputs)
         self.in_tick = [True] * len(self.inputs)  # whether the input's own rows reach the tick (streaming_df)
-        self.unlocated: set[int] = set()  # inputs read without file metadata (`_unlocated`)
+        self.unlocated: set[int] = set()  # inputs read without file metadata (strict_read.unlocated)
+        self.footer: dict[int, dict[str, str]] = {}  # inputs null-checked from footers: footer_check.py
         self._batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
@@ -175,12 +177,9 @@ class StageRunner(StageOutputs, HeldBatches):
             self.native = NativeAggregations.over(natives, self.inputs, self.stage)
         if self.native is not None and region is None:  # no reader needs their `_file`: strict_read.unlocated
             self.unlocated = unlocated(self.inputs, live_nodes(self.stage, self.native.given()))
+        self.footer = footer_checked(self.inputs)  # null checks of each batch's files, not in the scan
         for i, inp in enumerate(self.inputs):
-            sdf = (
-                read_unlocated(spark, inp)
-                if i in self.unlocated
-                else inp.binding.stream(spark, inp.name, inp.vt, inp.kt)
-            )
+            sdf = stream_input(spark, inp, i not in self.unlocated, i not in self.footer)
             self.has_seq[i] = "_seq" in sdf.columns
             self.has_file[i] = "_file" in sdf.columns  # file inputs: ordered by file, then split, then row
             seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
@@ -373,6 +372,8 @@ class StageRunner(StageOutputs, HeldBatches):
         files = self._batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
+        for i, rules in self.footer.items():  # before anything reads the batch
+            check_files(self.runner.spark, self.inputs[i], rules, files.get(i, []))
         state = self.store.begin(batch_id)
         # the first batch's emptiness check (a Spark job) is not needed when a Parquet footer shows a row
         check_empty = batch_id == 0 and self.stage.streaming

@@ -253,19 +253,23 @@ def read_input(
     kt: HType | None,
     files: list[str] | None = None,
     located: bool = True,
+    checked: bool = True,
 ) -> DataFrame:
     """The checked records of a file input: a stream of its directory, or (`files`, for
     verify-run) a batch read of some of its files. Columns `k`, `v`, `_file` (`file_schema`).
 
-    `located=False` (Parquet without quarantine): no `_file`, and the scan never reads
-    Spark's file metadata; a bad record's file and row are then found after the batch
-    failed (`locate_bad_record`)."""
+    Parquet without quarantine only: `located=False`, no `_file`, and the scan never reads
+    Spark's file metadata (a bad record's file and row are found after the batch failed:
+    `locate_bad_record`); `checked=False`, no null check in the scan (the runtime checks
+    each batch's files from their footers: footer_check.py)."""
     ro = read_options(port, binding.fmt, binding.options)
     reader: Reader = spark.readStream if files is None else spark.read
     target: Any = binding.path if files is None else files
     if binding.fmt == "parquet":
         df = reader.schema(external_schema(vt, kt)).format("parquet").options(**ro.spark).load(target)
-        return checked_parquet(df, port, vt, kt, ro.quarantine, located or ro.quarantine is not None)
+        if ro.quarantine is not None:
+            located = checked = True
+        return checked_parquet(df, port, vt, kt, ro.quarantine, located, checked)
     if binding.fmt not in _PARSED:
         raise SparkRunError(f"input {port!r}: unknown file format {binding.fmt!r}")
     spec = parse_spec(spark, binding, port, vt, kt, ro)
@@ -394,15 +398,24 @@ def null_problem(c: str, t: HType, path: str, depth: int = 0) -> str | None:
 
 
 def checked_parquet(
-    df: DataFrame, port: str, vt: HType, kt: HType | None, quarantine: str | None, located: bool = True
+    df: DataFrame,
+    port: str,
+    vt: HType,
+    kt: HType | None,
+    quarantine: str | None,
+    located: bool = True,
+    checked: bool = True,
 ) -> DataFrame:
     """Parquet rows with a null where the type allows none: fail (`raise_error`), or keep
     them aside in `_file.bad` (quarantine). Columns `k`, `v`, and `_file` unless `located`
-    is false (then the message names the input, not the file: see `locate_bad_record`)."""
+    is false (then the message names the input, not the file: see `locate_bad_record`);
+    no check at all unless `checked` (footer_check.py checks the batch's files instead)."""
     layout = Layout.of(vt, kt)
     names = [sql_name(n) for n in layout.names]
     parts = [
-        p for n, t in zip(layout.names, layout.types) if (p := null_problem(sql_name(n), t, sql_str(n))) is not None
+        p
+        for n, t in zip(layout.names, layout.types)
+        if checked and (p := null_problem(sql_name(n), t, sql_str(n))) is not None
     ]
     problem = f"coalesce({', '.join(parts)})" if len(parts) > 1 else parts[0] if parts else None
     record = f"to_json(struct({', '.join(names)}))"
@@ -453,9 +466,11 @@ def unlocated(inputs: list[Any], live: set[int]) -> set[int]:
     }
 
 
-def read_unlocated(spark: SparkSession, inp: Any) -> DataFrame:
-    """An `unlocated` input's stream: `k`, `v`, no `_file`."""
-    return read_input(spark, inp.binding, inp.name, inp.vt, inp.kt, located=False)
+def stream_input(spark: SparkSession, inp: Any, located: bool, checked: bool) -> DataFrame:
+    """An input's (`InputSpec`) stream, `unlocated` or not, checked in the scan or not."""
+    if located and checked:
+        return inp.binding.stream(spark, inp.name, inp.vt, inp.kt)  # type: ignore[no-any-return]
+    return read_input(spark, inp.binding, inp.name, inp.vt, inp.kt, located=located, checked=checked)
 
 
 def locate_bad_record(spark: SparkSession, inp: Any, files: list[str]) -> str | None:
