@@ -339,6 +339,9 @@ class NativeAggregations:
         #: whether the query's batches hold only this one state's rows (set by the runner once
         #: it knows the union): its values then need no filter on `_src`
         self.alone = False
+        #: whether the query's union holds one input only: its rows need no filter on `_src`
+        #: (each DataFrame built costs the query's start a Py4J round trip and an analysis)
+        self.one_input = False
         for x in stage.nodes:
             if not isinstance(x, n.Keys) or stage.roles.stateful(x) or x.children[0].meta.kind is not Kind.KEYED_STREAM:
                 continue
@@ -364,7 +367,9 @@ class NativeAggregations:
             for i, inp in enumerate(inputs)
             if inp.node is not None
         }
-        return cls(states, at, stage)
+        out = cls(states, at, stage)
+        out.one_input = len(inputs) == 1
+        return out
 
     def branch(self, raw: Any) -> Any:
         """The aggregations' rows, to union with the query's raw rows: state i's rows have
@@ -379,7 +384,7 @@ class NativeAggregations:
         self._parts, self._cols = [], {}
         for i, st in enumerate(self.states):
             inp = self.inputs[id(st.input)]
-            rows = raw.filter(F.col("_src") == inp.src)
+            rows = raw if self.one_input else raw.filter(F.col("_src") == inp.src)
             if inp.quarantined:
                 rows = good_rows(rows)
             rows = _element_rows(st, rows, F.col(f"p{inp.src}"))

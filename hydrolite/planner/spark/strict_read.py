@@ -10,7 +10,9 @@ see `ports.FileInput`), in the same order within each split.
 
 Parquet files carry their own types, which Spark checks (a mismatch fails the read: see
 `read_error_detail`); what it lets through is a null — or a missing column, read as nulls
-— where the type is not optional, which a native expression catches (no Python).
+— where the type is not optional, which a native expression catches (no Python) — in the
+scan, or for the types footers decide, over the batch's files the footers cannot vouch
+for (footer_check.py).
 
 A bad record fails the batch with `BadDataError` (raised in the worker; the runtime adds
 the port's declaring line, the batch and the query). With `?onBadRecord=quarantine:DIR`
