@@ -87,6 +87,17 @@ def counted() -> hl.Flow:
 PROGRAMS = {"stream": program, "native-count": counted}
 
 
+def refusal(prog: str, spark: SparkSession, tmp_path: Path, src: Path) -> str:
+    """The message of the `BadDataError` that program `prog` fails with over `src`."""
+    with FlowRunner(
+        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
+    ) as run:
+        run.start()
+        with pytest.raises(BadDataError) as info:
+            run.process_all_available()
+    return str(info.value)
+
+
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path)
 
@@ -125,13 +136,7 @@ def test_a_null_inside_a_record_names_its_path_and_row(
     src.mkdir()
     bad = src / "bad.parquet"
     write(bad, [GOOD, GOOD | change])
-    with FlowRunner(
-        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
-    ) as run:
-        run.start()
-        with pytest.raises(BadDataError) as info:
-            run.process_all_available()
-    msg = str(info.value)
+    msg = refusal(prog, spark, tmp_path, src)
     assert f"{bad}, row 2: field '{field}': {expected}, found null" in msg, msg
     assert "record: {" in msg and "fix: " in msg, msg
 
@@ -146,13 +151,7 @@ def test_the_refused_row_is_found_in_the_right_file_of_the_batch(
     src.mkdir()
     write(src / "a.parquet", [GOOD] * 3)
     write(src / "b.parquet", [GOOD, GOOD, GOOD | {"tags": [None]}, GOOD | {"name": None}])
-    with FlowRunner(
-        PROGRAMS[prog](), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"p": f"parquet:{src}"}
-    ) as run:
-        run.start()
-        with pytest.raises(BadDataError) as info:
-            run.process_all_available()
-    msg = str(info.value)
+    msg = refusal(prog, spark, tmp_path, src)
     assert f"{src / 'b.parquet'}, row 3: field 'tags[0]': expected int, found null" in msg or (
         f"{src / 'b.parquet'}, row 4: field 'name': expected str, found null" in msg
     ), msg  # either refused record may stop the batch first; its own file and row are named

@@ -69,15 +69,11 @@ def _leaves(path: str, t: HType, rules: dict[str, str], top: bool) -> bool:
 def footer_checked(inputs: list[Any]) -> dict[int, dict[str, str]]:
     """A query's inputs (`InputSpec`s) to null-check from footers -> their rules: local
     Parquet directories without quarantine, of a type the footers decide."""
-    from .ports import FileInput
-    from .strict_read import read_options
+    from .strict_read import plain_parquet
 
     out: dict[int, dict[str, str]] = {}
     for i, inp in enumerate(inputs):
-        b = inp.binding
-        if not isinstance(b, FileInput) or b.fmt != "parquet" or urlsplit(b.path).scheme not in ("", "file"):
-            continue
-        if read_options(inp.name, b.fmt, b.options).quarantine is None:
+        if plain_parquet(inp) and urlsplit(inp.binding.path).scheme in ("", "file"):
             rules = footer_rules(inp.vt, inp.kt)
             if rules is not None:
                 out[i] = rules
@@ -96,10 +92,11 @@ def footer_shows(uri: str, rules: dict[str, str]) -> bool:
     except (OSError, ValueError):  # unreadable here: Spark's read reports it
         return False
     columns = {md.schema.column(j).path: j for j in range(md.num_columns)}
+    folded = {p.lower() for p in columns}
     for path, rule in rules.items():
         j = columns.get(path)
         if j is None:  # absent: read as nulls (Spark may also match it in another case)
-            if rule == ONLY_NULLS and path.lower() not in {p.lower() for p in columns}:
+            if rule == ONLY_NULLS and path.lower() not in folded:
                 continue
             return False
         if rule == NO_NULLS and md.schema.column(j).max_definition_level == 0:

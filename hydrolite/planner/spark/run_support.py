@@ -19,13 +19,14 @@ import sysconfig
 from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
+from typing import Any
 
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir.graph import Flow
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
-from .errors import SparkRunError
+from .errors import BadDataError, SparkRunError, describe_spark_error, site_of
 from .exec import BatchCtx
 from .ports import InputBinding, OutputBinding, collect_values
 from .values import SFrame
@@ -143,4 +144,28 @@ def diagnose_natives(ctx: BatchCtx | None) -> SparkRunError | None:
             table[node.op](node.f, values)
         except KernelError as err:  # the failing element, reported like a Python fallback's
             return ctx.site(node).fail(err.element, err.cause)
+    return None
+
+
+def bad_input_error(runner: Any, text: str, exc: Exception, batch_id: int) -> BadDataError | None:
+    """The error of a batch of `runner` (a `StageRunner`) that failed on an input's data (the
+    Spark error's `text` names the input's directory, or the mark of an input read without
+    file metadata): the port, its declaring line, its type, and what is wrong where."""
+    from .ports import FileInput
+    from .strict_read import locate_bad_record, read_error_detail, unlocated_mark
+
+    for i, inp in enumerate(runner.inputs):
+        path, said = getattr(inp.binding, "path", None), text
+        if i in runner.unlocated and unlocated_mark(inp.name) in text:  # the check's text names no file
+            said = locate_bad_record(runner.runner.spark, inp, runner.batch_files.get(i, [])) or text
+        elif not (path and os.path.abspath(path) in text):
+            continue
+        if inp.node is not None:
+            src = inp.node
+            detail = read_error_detail(said, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
+            return BadDataError(
+                f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
+                f"declared type {src.meta.type_str()} (batch {batch_id} of query {runner.stage.name!r}): "
+                f"{detail or describe_spark_error(exc)}"
+            )
     return None

@@ -35,12 +35,10 @@ from ...ir.meta import Kind
 from ...ir.roles import static_initial
 from . import ops, ops_state  # noqa: F401  (register the node handlers)
 from .errors import (
-    BadDataError,
     SparkRunError,
     UserFunctionError,
     describe_spark_error,
     from_spark_error,
-    site_of,
 )
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
@@ -65,11 +63,11 @@ from .ports import (
 )
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
-from .run_support import busy, diagnose_natives, pickle_user_modules, record_bindings
+from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
 from .session import spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
-from .strict_read import locate_bad_record, read_error_detail, stream_input, unlocated, unlocated_mark
+from .strict_read import stream_input, unlocated
 from .types import NONE, OPAQUE, HType, from_python
 from .upgrade import PlanChangedError, committed, reconcile, write_record
 from .values import Scalar, SFrame, Val
@@ -144,7 +142,7 @@ class StageRunner(StageOutputs, HeldBatches):
         self.in_tick = [True] * len(self.inputs)  # whether the input's own rows reach the tick (streaming_df)
         self.unlocated: set[int] = set()  # inputs read without file metadata (strict_read.unlocated)
         self.footer: dict[int, dict[str, str]] = {}  # inputs null-checked from footers: footer_check.py
-        self._batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
+        self.batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
         os.makedirs(self.dir, exist_ok=True)
@@ -280,19 +278,9 @@ class StageRunner(StageOutputs, HeldBatches):
 
     def _explain(self, exc: Exception, batch_id: int) -> SparkRunError:
         text = str(exc)
-        for i, inp in enumerate(self.inputs):
-            path, said = getattr(inp.binding, "path", None), text
-            if i in self.unlocated and unlocated_mark(inp.name) in text:  # the check's text names no file
-                said = locate_bad_record(self.runner.spark, inp, self._batch_files.get(i, [])) or text
-            elif not (path and os.path.abspath(path) in text):
-                continue
-            if inp.node is not None:
-                src = inp.node
-                detail = read_error_detail(said, inp.name, inp.binding) if isinstance(inp.binding, FileInput) else None
-                return BadDataError(
-                    f"{site_of(src)}: input {inp.name!r} ({inp.binding.describe()}) has data that does not match its "
-                    f"declared type {src.meta.type_str()} (batch {batch_id} of query {self.stage.name!r}): {detail or describe_spark_error(exc)}"
-                )
+        bad = bad_input_error(self, text, exc, batch_id)  # a file input's bad data: its port and file
+        if bad is not None:
+            return bad
         ours = from_spark_error(text)  # raised in a worker: the same class, message and fields
         if isinstance(ours, UserFunctionError):  # (executor-region workers do not know the batch)
             return with_batch(ours, batch_id)
@@ -369,7 +357,7 @@ class StageRunner(StageOutputs, HeldBatches):
     def _process(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
         # the remap log entry first, before any output: it survives Spark's log purging
-        files = self._batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
+        files = self.batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
         for i, rules in self.footer.items():  # before anything reads the batch

@@ -458,14 +458,17 @@ def unlocated(inputs: list[Any], live: set[int]) -> set[int]:
     whose `_file` (arrival order, quarantine) no reader needs, as their rows reach no `live`
     node of the tick (only the native aggregations read them)."""
     return {
-        i
-        for i, inp in enumerate(inputs)
-        if isinstance(inp.binding, FileInput)
-        and inp.binding.fmt == "parquet"
-        and inp.node is not None
-        and id(inp.node) not in live
-        and read_options(inp.name, inp.binding.fmt, inp.binding.options).quarantine is None
+        i for i, inp in enumerate(inputs) if plain_parquet(inp) and inp.node is not None and id(inp.node) not in live
     }
+
+
+def plain_parquet(inp: Any) -> bool:
+    """Whether an input (`InputSpec`) is a Parquet directory without quarantine: one whose
+    records only fail the batch, so `read_input` may leave `_file` or the check out."""
+    b = inp.binding
+    return (
+        isinstance(b, FileInput) and b.fmt == "parquet" and read_options(inp.name, b.fmt, b.options).quarantine is None
+    )
 
 
 def stream_input(spark: SparkSession, inp: Any, located: bool, checked: bool) -> DataFrame:
