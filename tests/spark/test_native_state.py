@@ -11,6 +11,7 @@ update must not take the path; and a checkpoint never resumes with a state moved
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -297,3 +298,36 @@ def _tail_feed(d: Path) -> str:
     for b in (["x"], [], ["y", "z"]):
         w.send_many(b)
     return f"feed:{d / 'tail'}?maxEntriesPerTrigger=1"
+
+
+@pytest.mark.parametrize(
+    "before", [None, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"]
+)
+def test_the_state_is_in_rocksdb_and_the_sessions_own_store_setting_is_left_alone(
+    spark: SparkSession, tmp_path: Path, before: str | None
+) -> None:
+    """hydrolite's queries keep their state in RocksDB, while the user's other queries in the
+    same session keep the provider the session names (or Spark's default)."""
+    from hydrolite.planner.spark.keyed_state import ROCKSDB
+    from hydrolite.planner.spark.session import STATE_STORE
+
+    old = spark.conf.get(STATE_STORE, None)
+    if before is None:
+        spark.conf.unset(STATE_STORE)
+    else:
+        spark.conf.set(STATE_STORE, before)
+    try:
+        runner, got = _run(spark, _program(lambda s: s.count()), tmp_path)
+        assert spark.conf.get(STATE_STORE, None) == before
+    finally:
+        if old is None:
+            spark.conf.unset(STATE_STORE)
+        else:
+            spark.conf.set(STATE_STORE, old)
+    assert got == _expected(len, BATCHES)
+    offsets = sorted((tmp_path / "ck").glob("*/spark/offsets/0"))
+    assert len(offsets) == 1
+    metadata = json.loads(offsets[0].read_text().splitlines()[1])
+    assert metadata["conf"][STATE_STORE] == ROCKSDB  # what a restart resumes with
+    state = offsets[0].parent.parent / "state"
+    assert list(state.rglob("*.zip")), sorted(p.name for p in state.rglob("*"))  # RocksDB's snapshots

@@ -64,7 +64,7 @@ from .ports import (
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
 from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
-from .session import spark_session
+from .session import spark_session, state_store
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .strict_read import stream_input, unlocated
@@ -187,8 +187,6 @@ class StageRunner(StageOutputs, HeldBatches):
         raw = parts[0]
         for p in parts[1:]:
             raw = raw.unionByName(p, allowMissingColumns=True)
-        if region is not None or natives:
-            spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
         branches: list[DataFrame] = []
         reads = 0  # how many times the branches read `raw` (each a scan of every input)
         given: set[int] = set()  # nodes whose values the branches compute
@@ -249,7 +247,9 @@ class StageRunner(StageOutputs, HeldBatches):
         w = w.option("checkpointLocation", os.path.join(self.dir, "spark"))
         if once:
             w = w.trigger(availableNow=True)
-        self.query = w.start()
+        stateful = self.native is not None or self.region is not None
+        with state_store(self.runner.spark, ROCKSDB if stateful else None):
+            self.query = w.start()
 
     def run_batch_job(self) -> None:
         """A stage without unbounded inputs (only literal sources) runs once, as batch 0.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql import SparkSession
@@ -85,3 +86,34 @@ def spark_session(
     register_pickle_by_value(feed)
     spark.dataSource.register(feed.FeedDataSource)
     return spark
+
+
+STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
+
+
+@contextmanager
+def state_store(spark: SparkSession, provider: str | None) -> Iterator[None]:
+    """Start a streaming query (inside the block) with `provider` as its state store, and
+    leave the session's own setting as it was: the user's other queries keep theirs.
+
+    Spark copies the session's SQL conf into a query when the query is created, and records
+    the provider in the query's offset log, so a restart resumes with it whatever the session
+    says then. `provider=None` changes nothing.
+
+    >>> from hydrolite.planner.spark.keyed_state import ROCKSDB
+    >>> spark = spark_session("local[1]")  # doctest: +SKIP
+    >>> with state_store(spark, ROCKSDB):  # doctest: +SKIP
+    ...     query = df.writeStream.foreachBatch(write).start()
+    """
+    if provider is None:
+        yield
+        return
+    before = spark.conf.get(STATE_STORE, None)
+    spark.conf.set(STATE_STORE, provider)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(STATE_STORE)
+        else:
+            spark.conf.set(STATE_STORE, before)
