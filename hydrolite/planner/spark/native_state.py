@@ -371,9 +371,14 @@ class NativeAggregations:
         out.one_input = len(inputs) == 1
         return out
 
-    def branch(self, raw: Any) -> Any:
+    def branch(self, raw: Any, direct: bool = False) -> Any:
         """The aggregations' rows, to union with the query's raw rows: state i's rows have
-        `_src = NATIVE_SRC - i` and a struct `_n<i>` of (k, p0, p1, ...)."""
+        `_src = NATIVE_SRC - i` and a struct `_n<i>` of (k, p0, p1, ...).
+
+        `direct`: `raw` is the query's one input itself (columns `k` when keyed, `v`), not
+        the union of the inputs' payload structs: no DataFrame is built to wrap the columns
+        into a struct only to take them out again (each one costs the query's start a Py4J
+        round trip and an analysis)."""
         from pyspark.sql import functions as F
 
         from .folds import partial_columns
@@ -387,7 +392,7 @@ class NativeAggregations:
             rows = raw if self.one_input else raw.filter(F.col("_src") == inp.src)
             if inp.quarantined:
                 rows = good_rows(rows)
-            rows = _element_rows(st, rows, F.col(f"p{inp.src}"))
+            rows = _element_rows(st, rows, None if direct else F.col(f"p{inp.src}"))
             parts = partial_columns(st.algebra, TExpr(F.col("v"), st.vt), None)
             self._parts.append([t for _, t in parts])
             agg = rows.groupBy(*st.by).agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
@@ -505,9 +510,15 @@ class NativeAggregations:
 
 def _element_rows(st: NativeState, rows: Any, payload: Any) -> Any:
     """The rows (`k` when keyed, `v`) the state aggregates, from its input's rows and payload
-    struct: the input's own, or computed through the state's projections and filters."""
-    k = payload.getField("k") if st.input.meta.kind.keyed else None
-    got = follow(st.input, st.chain, Cols(k, payload.getField("v")))
+    struct (None: the rows are the input's own `k`, `v`): the input's own, or computed
+    through the state's projections and filters."""
+    from pyspark.sql import functions as F
+
+    if payload is None and not st.chain:
+        return rows
+    field = F.col if payload is None else payload.getField
+    k = field("k") if st.input.meta.kind.keyed else None
+    got = follow(st.input, st.chain, Cols(k, field("v")))
     assert not isinstance(got, str) and got[2] is not None, "chain_to checked every step"
     cols = got[2]
     if cols.where is not None:

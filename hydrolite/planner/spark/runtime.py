@@ -176,10 +176,16 @@ class StageRunner(StageOutputs, HeldBatches):
         if self.native is not None and region is None:  # no reader needs their `_file`: strict_read.unlocated
             self.unlocated = unlocated(self.inputs, live_nodes(self.stage, self.native.given()))
         self.footer = footer_checked(self.inputs)  # null checks of each batch's files, not in the scan
+        # the aggregations straight over the query's one input when the tick never reads it
+        direct = self.native is not None and region is None and self.unlocated == {0} and len(self.inputs) == 1
         for i, inp in enumerate(self.inputs):
             sdf = stream_input(spark, inp, i not in self.unlocated, i not in self.footer)
-            self.has_seq[i] = "_seq" in sdf.columns
-            self.has_file[i] = "_file" in sdf.columns  # file inputs: ordered by file, then split, then row
+            columns = sdf.columns  # (a Py4J round trip)
+            self.has_seq[i] = "_seq" in columns
+            self.has_file[i] = "_file" in columns  # file inputs: ordered by file, then split, then row
+            if direct:
+                parts.append(sdf)  # (k, v): never unioned with the tick's rows (not `in_tick`)
+                continue
             seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
             payload = F.struct(*(["k"] if inp.kt is not None else []), "v")
             where = [F.col("_file")] if self.has_file[i] else []
@@ -191,7 +197,7 @@ class StageRunner(StageOutputs, HeldBatches):
         reads = 0  # how many times the branches read `raw` (each a scan of every input)
         given: set[int] = set()  # nodes whose values the branches compute
         if self.native is not None:
-            branches.append(self.native.branch(raw))
+            branches.append(self.native.branch(raw, direct))
             reads += self.native.scans
             given |= self.native.given()
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
