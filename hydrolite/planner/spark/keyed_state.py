@@ -48,6 +48,7 @@ from ... import kernels
 from ...ir import nodes as n
 from ...kernels import KernelError
 from .errors import UserFunctionError
+from .folds import LAST, analyze
 from .lambdas import NotTranslatable, TExpr, translate
 from .placement import Chain, Region
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
@@ -336,10 +337,12 @@ class _Processor(StatefulProcessor):
     def _fold(self, agg: _AggFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
         # a key is in the table once an element reached it (a fold's init or a count's 0 is
         # only where its accumulator starts, not a value for keys never seen)
-        stored = self._stored()
-        known = stored is not None
-        has, acc = stored if known else (agg.has_init, agg.init)
         news = by_role.get(FOLD, [])
+        # last(): the new value does not depend on the stored one, so no `get` (a round trip
+        # to the state server, a third of a put's cost)
+        stored: tuple[bool, Any] | None = None if news and agg.kind == "last" else self._stored()
+        known = stored is not None
+        has, acc = stored if stored is not None else (agg.has_init, agg.init)
         if news:
             has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
             self.value.update((pickle.dumps((has, acc), protocol=5),))
@@ -407,7 +410,11 @@ def _agg(node: n.Node, stage: str) -> _AggFn:
     if isinstance(node, n.Fold):
         return _AggFn("fold", node.f, True, node.init, site)
     if isinstance(node, n.Reduce):
-        return _AggFn("reduce", node.f, False, None, site)
+        # a reduce keeping the newer element (the key-value store's `lambda _old, new: new`)
+        # is last(): its state is written without being read
+        alg = analyze(node.f, None, reduce=True)
+        keeps_last = alg is not None and alg.parts == LAST.parts
+        return _AggFn("last" if keeps_last else "reduce", node.f, False, None, site)
     if isinstance(node, n.Count):
         return _AggFn("count", None, True, 0, site)
     return _AggFn("first" if isinstance(node, n.First) else "last", None, False, None, site)
