@@ -25,19 +25,32 @@ class FnAst:
 
 
 _AST_CACHE: weakref.WeakKeyDictionary[Any, FnAst | None] = weakref.WeakKeyDictionary()
-_MODULES: dict[tuple[str, float], ast.Module | None] = {}
+Fn = ast.Lambda | ast.FunctionDef
+#: a module's lambdas and functions by the lines a code object may start on (a lambda's
+#: line; a function's `def` line and its decorators' lines), per (path, modification time):
+#: parsed and walked once, however many function objects of the module are looked up later
+_MODULES: dict[tuple[str, float], dict[int, list[Fn]] | None] = {}
 
 
-def _module_ast(path: str) -> ast.Module | None:
+def _module_index(path: str) -> dict[int, list[Fn]] | None:
     try:
         key = (path, os.path.getmtime(path))
     except OSError:
         return None
     if key not in _MODULES:
         try:
-            _MODULES[key] = ast.parse("".join(linecache.getlines(path)))
+            tree = ast.parse("".join(linecache.getlines(path)))
         except SyntaxError:
             _MODULES[key] = None
+            return None
+        index: dict[int, list[Fn]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Lambda):
+                index.setdefault(node.lineno, []).append(node)
+            elif isinstance(node, ast.FunctionDef):
+                for line in dict.fromkeys((node.lineno, *(d.lineno for d in node.decorator_list))):
+                    index.setdefault(line, []).append(node)
+        _MODULES[key] = index
     return _MODULES[key]
 
 
@@ -61,21 +74,17 @@ def _find_ast(f: Callable[..., Any]) -> FnAst | None:
         return None
     if code.co_flags & 0x0C or code.co_kwonlyargcount:  # *args / **kwargs / keyword-only
         return None
-    tree = _module_ast(code.co_filename)
-    if tree is None:
+    index = _module_index(code.co_filename)
+    if index is None:
         return None
     params = tuple(code.co_varnames[: code.co_argcount])
-    cands: list[ast.Lambda | ast.FunctionDef] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
-            cands.append(node)
-        elif (
-            isinstance(node, ast.FunctionDef)
-            and code.co_firstlineno in (node.lineno, *(d.lineno for d in node.decorator_list))
-            and node.name == code.co_name
-        ):
-            cands.append(node)
-    cands = [c for c in cands if tuple(a.arg for a in c.args.args) == params and not c.args.posonlyargs]
+    cands = [
+        c
+        for c in index.get(code.co_firstlineno, [])
+        if (isinstance(c, ast.Lambda) or c.name == code.co_name)
+        and tuple(a.arg for a in c.args.args) == params
+        and not c.args.posonlyargs
+    ]
     if len(cands) > 1:
         pos = [
             (p[0], p[2])
