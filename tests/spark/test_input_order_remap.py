@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ from hydrolite.planner.spark.offsets import batch_files, queries, read_offset_lo
 from hydrolite.planner.spark.ports import FileInput
 from hydrolite.planner.spark.remap import RemapLog, read_remap, source_files
 from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.session import query_conf
 from hydrolite.planner.spark.types import Prim
 
 pytestmark = pytest.mark.spark
@@ -55,20 +54,6 @@ def plus_one_program() -> hl.Flow:
     flow = hl.FlowBuilder("plus_one")
     flow.process(P).source("x", int).map(lambda x: x + 1).sink("out")
     return flow.finalize()
-
-
-@contextmanager
-def session_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
-    """Set a SQL conf for queries started inside the block (a query copies the conf when it starts)."""
-    old = spark.conf.get(key, None)
-    spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        if old is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, old)
 
 
 def write_file(path: Path, fmt: str, values: list[int], mtime: int) -> None:
@@ -104,7 +89,7 @@ def test_files_in_one_batch_keep_file_then_row_order(
         write_file(src / f"{name}.{fmt}", fmt, file_values(name), mtime)
     expected = [v for name in ARRIVAL for v in file_values(name)]
     ck = str(tmp_path / "ck")
-    with session_conf(spark, "spark.sql.files.maxPartitionBytes", "256"):
+    with query_conf(spark, "spark.sql.files.maxPartitionBytes", "256"):
         # sanity: Spark cuts these files into many splits, packed largest first, so the
         # position of a row in the batch is not its arrival position
         scan = (
@@ -189,7 +174,7 @@ def test_remap_log_lists_every_tick_of_a_run_longer_than_spark_keeps(
         feed.send_many([i])
     ck = str(tmp_path / "ck")
     with (
-        session_conf(spark, "spark.sql.streaming.minBatchesToRetain", "10"),
+        query_conf(spark, "spark.sql.streaming.minBatchesToRetain", "10"),
         FlowRunner(
             plus_one_program(),
             spark=spark,

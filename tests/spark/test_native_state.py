@@ -309,21 +309,17 @@ def test_the_state_is_in_rocksdb_and_the_sessions_own_store_setting_is_left_alon
     """hydrolite's queries keep their state in RocksDB, while the user's other queries in the
     same session keep the provider the session names (or Spark's default)."""
     from hydrolite.planner.spark.keyed_state import ROCKSDB
-    from hydrolite.planner.spark.session import STATE_STORE
+    from hydrolite.planner.spark.session import STATE_STORE, query_conf
 
-    old = spark.conf.get(STATE_STORE, None)
-    if before is None:
-        spark.conf.unset(STATE_STORE)
-    else:
-        spark.conf.set(STATE_STORE, before)
-    try:
-        runner, got = _run(spark, _program(lambda s: s.count()), tmp_path)
-        assert spark.conf.get(STATE_STORE, None) == before
-    finally:
-        if old is None:
+    with query_conf(
+        spark, STATE_STORE, "-"
+    ):  # a placeholder: on the way out the test session gets its own setting back
+        if before is None:
             spark.conf.unset(STATE_STORE)
         else:
-            spark.conf.set(STATE_STORE, old)
+            spark.conf.set(STATE_STORE, before)
+        runner, got = _run(spark, _program(lambda s: s.count()), tmp_path)
+        assert spark.conf.get(STATE_STORE, None) == before
     assert got == _expected(len, BATCHES)
     offsets = sorted((tmp_path / "ck").glob("*/spark/offsets/0"))
     assert len(offsets) == 1

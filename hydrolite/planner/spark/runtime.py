@@ -64,7 +64,7 @@ from .ports import (
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
 from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
-from .session import spark_session, state_store
+from .session import STATE_STORE, query_conf, spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .strict_read import stream_input, unlocated
@@ -254,7 +254,7 @@ class StageRunner(StageOutputs, HeldBatches):
         if once:
             w = w.trigger(availableNow=True)
         stateful = self.native is not None or self.region is not None
-        with state_store(self.runner.spark, ROCKSDB if stateful else None):
+        with query_conf(self.runner.spark, STATE_STORE, ROCKSDB if stateful else None):
             self.query = w.start()
 
     def run_batch_job(self) -> None:

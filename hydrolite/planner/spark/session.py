@@ -92,28 +92,28 @@ STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
 
 
 @contextmanager
-def state_store(spark: SparkSession, provider: str | None) -> Iterator[None]:
-    """Start a streaming query (inside the block) with `provider` as its state store, and
-    leave the session's own setting as it was: the user's other queries keep theirs.
+def query_conf(spark: SparkSession, key: str, value: str | None) -> Iterator[None]:
+    """Set a SQL conf for the streaming queries started inside the block, and leave the
+    session's own setting as it was: the user's other queries keep theirs.
 
-    Spark copies the session's SQL conf into a query when the query is created, and records
-    the provider in the query's offset log, so a restart resumes with it whatever the session
-    says then. `provider=None` changes nothing.
+    Spark copies the session's SQL conf into a query when the query is created (and records
+    some, the state store provider among them, in its offset log for every restart).
+    `value=None` changes nothing. hydrolite starts each stateful query with RocksDB:
 
     >>> from hydrolite.planner.spark.keyed_state import ROCKSDB
     >>> spark = spark_session("local[1]")  # doctest: +SKIP
-    >>> with state_store(spark, ROCKSDB):  # doctest: +SKIP
+    >>> with query_conf(spark, STATE_STORE, ROCKSDB):  # doctest: +SKIP
     ...     query = df.writeStream.foreachBatch(write).start()
     """
-    if provider is None:
+    if value is None:
         yield
         return
-    before = spark.conf.get(STATE_STORE, None)
-    spark.conf.set(STATE_STORE, provider)
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         if before is None:
-            spark.conf.unset(STATE_STORE)
+            spark.conf.unset(key)
         else:
-            spark.conf.set(STATE_STORE, before)
+            spark.conf.set(key, before)
