@@ -177,7 +177,8 @@ class StageRunner(StageOutputs, HeldBatches):
             self.unlocated = unlocated(self.inputs, live_nodes(self.stage, self.native.given()))
         self.footer = footer_checked(self.inputs)  # null checks of each batch's files, not in the scan
         # the aggregations straight over the query's one input when the tick never reads it
-        direct = self.native is not None and region is None and self.unlocated == {0} and len(self.inputs) == 1
+        # (only native aggregations without an executor region leave an input `unlocated`)
+        direct = self.unlocated == {0} and len(self.inputs) == 1
         for i, inp in enumerate(self.inputs):
             sdf = stream_input(spark, inp, i not in self.unlocated, i not in self.footer)
             columns = sdf.columns  # (a Py4J round trip)
