@@ -1,0 +1,236 @@
+"""hydrolite's own checkpoint files, on a local directory or on any Hadoop file system.
+
+Spark keeps its part of a checkpoint (offsets, commits, the state store) through Hadoop's
+file system API, so it may live on HDFS, S3 (`s3a://`), ABFS, `viewfs://` ... hydrolite's own
+files under the same checkpoint (the plan, the bindings, sink identities, Spark's offset log
+as hydrolite reads it) go through this module, so that reading and writing them does not
+assume a local directory:
+
+* a local path (no scheme, or `file:`) uses the OS directly: no JVM round trip on a batch;
+* any other URI goes through Spark's own `CheckpointFileManager` over Py4J, which writes a
+  file whole or not at all exactly as Spark writes its offset log (a temporary file renamed
+  into place on HDFS-like file systems, a single PUT on object stores). It needs the active
+  SparkSession, which every caller has.
+
+Example::
+
+    >>> import os, tempfile
+    >>> from hydrolite.planner.spark import ckfs
+    >>> d = os.path.join(tempfile.mkdtemp(), "ck")
+    >>> ckfs.write_atomic(ckfs.join(d, "q", "a.json"), b"{}")
+    True
+    >>> ckfs.write_atomic(ckfs.join(d, "q", "a.json"), b"[]", overwrite=False)  # kept: first writer wins
+    False
+    >>> ckfs.read_bytes(ckfs.join(d, "q", "a.json")), ckfs.list_names(ckfs.join(d, "q"))
+    (b'{}', ['a.json'])
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from functools import lru_cache
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from py4j.protocol import Py4JJavaError
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# names Spark's file managers leave beside a file: checksums and in-flight temporaries
+_HADOOP_SIDE = re.compile(r"^\..*\.crc$|^\..*\.tmp$|\.tmp$")
+
+
+def is_local(path: str) -> bool:
+    """Whether `path` is opened with the OS: a plain path or a `file:` URI.
+
+    >>> is_local("/tmp/ck"), is_local("file:///tmp/ck"), is_local("hdfs://nn/ck")
+    (True, True, False)
+    """
+    return path.startswith("file:") or not _SCHEME.match(path)
+
+
+def os_path(path: str) -> str:
+    """A local path or `file:` URI as an OS path (`file:///a%20b` -> `/a b`)."""
+    return unquote(urlsplit(path).path) if path.startswith("file:") else path
+
+
+def join(base: str, *parts: str) -> str:
+    """`base/part/...` for a path or a URI (a URI keeps its scheme and authority).
+
+    >>> join("s3a://bucket/ck", "q1", "plan.json")
+    's3a://bucket/ck/q1/plan.json'
+    """
+    return "/".join([base.rstrip("/"), *parts]) if not is_local(base) else os.path.join(base, *parts)
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The file's bytes, or None when it does not exist."""
+    if is_local(path):
+        try:
+            with open(os_path(path), "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+    h = _hadoop(path)
+    p = h.path(path)
+    if not h.manager.exists(p):
+        return None
+    stream = h.manager.open(p)
+    try:
+        return bytes(h.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+    finally:
+        stream.close()
+
+
+def read_text(path: str) -> str | None:
+    """The file as UTF-8 text, or None when it does not exist."""
+    data = read_bytes(path)
+    return None if data is None else data.decode("utf-8")
+
+
+def write_atomic(path: str, data: bytes | str, overwrite: bool = True) -> bool:
+    """Write the whole file or nothing, creating its directory. With `overwrite=False` an
+    existing file is kept (the first writer wins) and the answer is False."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if is_local(path):
+        local = os_path(path)
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        tmp = f"{local}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            if overwrite:
+                os.replace(tmp, local)
+                return True
+            try:
+                os.link(tmp, local)  # fails when the file exists: the other writer's is kept
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    h = _hadoop(path)
+    p = h.path(path)
+    h.manager.mkdirs(p.getParent())
+    if not overwrite and h.manager.exists(p):
+        return False
+    out = h.manager.createAtomic(p, overwrite)
+    try:
+        out.write(bytearray(raw))
+        out.close()  # the rename (or the PUT) happens here
+    except Py4JJavaError as exc:
+        out.cancel()
+        if not overwrite and exc.java_exception.getClass().getSimpleName() == "FileAlreadyExistsException":
+            return False  # another writer made it between our check and our rename
+        raise
+    return True
+
+
+def exists(path: str) -> bool:
+    if is_local(path):
+        return os.path.exists(os_path(path))
+    h = _hadoop(path)
+    return bool(h.manager.exists(h.path(path)))
+
+
+def is_dir(path: str) -> bool:
+    if is_local(path):
+        return os.path.isdir(os_path(path))
+    h = _hadoop(path)
+    p = h.path(path)
+    return bool(h.manager.exists(p) and h.fs.getFileStatus(p).isDirectory())
+
+
+def list_names(path: str) -> list[str]:
+    """The names in a directory, sorted; [] when it does not exist. Remotely, the checksum
+    and temporary files Hadoop keeps beside a file are left out."""
+    if is_local(path):
+        try:
+            return sorted(os.listdir(os_path(path)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    h = _hadoop(path)
+    p = h.path(path)
+    if not h.manager.exists(p):
+        return []
+    names = (str(s.getPath().getName()) for s in h.manager.list(p))
+    return sorted(n for n in names if not _HADOOP_SIDE.search(n))
+
+
+def makedirs(path: str) -> None:
+    if is_local(path):
+        os.makedirs(os_path(path), exist_ok=True)
+    else:
+        h = _hadoop(path)
+        h.manager.mkdirs(h.path(path))
+
+
+def remove(path: str) -> None:
+    """Delete a file (or, remotely, a directory tree); a missing one is fine."""
+    if is_local(path):
+        try:
+            os.remove(os_path(path))
+        except FileNotFoundError:
+            pass
+    else:
+        h = _hadoop(path)
+        h.manager.delete(h.path(path))
+
+
+class _Hadoop:
+    """Spark's checkpoint file manager for one file system (scheme + authority)."""
+
+    def __init__(self, jvm: Any, conf: Any, root: str) -> None:
+        self.jvm = jvm
+        jroot = jvm.org.apache.hadoop.fs.Path(root)
+        self.fs = jroot.getFileSystem(conf)
+        self.manager = _manager_class(jvm).create(jroot, conf)
+
+    def path(self, path: str) -> Any:
+        return self.jvm.org.apache.hadoop.fs.Path(path)
+
+
+def _manager_class(jvm: Any) -> Any:
+    """Spark's `CheckpointFileManager` (its package moved in Spark 4.1)."""
+    from py4j.java_gateway import JavaClass
+
+    for name in (
+        "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager",
+        "org.apache.spark.sql.execution.streaming.CheckpointFileManager",
+    ):
+        found = jvm
+        for part in name.split("."):
+            found = getattr(found, part)  # Py4J answers a JavaPackage for a class that is not there
+        if isinstance(found, JavaClass):
+            return found
+    raise RuntimeError("hydrolite: this Spark has no CheckpointFileManager; a Hadoop URI checkpoint needs Spark 4")
+
+
+def _hadoop(path: str) -> _Hadoop:
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    try:
+        spark = SparkSession.active()  # this thread's session, else the process's default one
+    except PySparkRuntimeError as exc:
+        raise RuntimeError(
+            f"hydrolite: {path} is on a Hadoop file system, which is reached through Spark: "
+            "start a SparkSession (hydrolite.planner.spark.session.spark_session()) before opening it"
+        ) from exc
+    if getattr(spark, "_jsc", None) is None:
+        raise RuntimeError(
+            f"hydrolite: {path} is on a Hadoop file system, reached through the driver's JVM, and a Spark "
+            "Connect session has none here: give a local checkpoint directory, or run with a classic session"
+        )
+    parts = urlsplit(path)
+    return _cached(spark, f"{parts.scheme}://{parts.netloc}/")
+
+
+@lru_cache(maxsize=16)
+def _cached(spark: Any, root: str) -> _Hadoop:
+    sc: Any = spark.sparkContext
+    return _Hadoop(sc._jvm, sc._jsc.hadoopConfiguration(), root)

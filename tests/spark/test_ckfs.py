@@ -1,0 +1,117 @@
+"""hydrolite's checkpoint files (`ckfs`) behave the same on a local directory and on a Hadoop
+file system.
+
+The Hadoop side is real: a `viewfs://` mount table over a local directory, set in the test
+session's Hadoop configuration, so every call goes through Hadoop's FileSystem and Spark's
+CheckpointFileManager over Py4J exactly as it would for `hdfs://` or `s3a://` (this machine
+reaches no HDFS or S3). Each case runs on both and checks the bytes on disk too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hydrolite.planner.spark import ckfs
+
+pytestmark = pytest.mark.spark
+
+
+def viewfs_mount(spark: SparkSession, target: Path) -> str:
+    """A fresh `viewfs://` mount table whose `/ck` is `target`; the URI of `/ck`."""
+    table = f"hl{uuid.uuid4().hex[:10]}"  # one per test: Hadoop caches a file system per authority
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    conf.set(f"fs.viewfs.mounttable.{table}.link./ck", target.as_uri())
+    return f"viewfs://{table}/ck"
+
+
+@pytest.fixture(params=["local", "viewfs"])
+def root(request: pytest.FixtureRequest, tmp_path: Path, spark: SparkSession) -> Iterator[tuple[str, Path]]:
+    """(the checkpoint as hydrolite is given it, the local directory that holds its files)."""
+    disk = tmp_path / "ck"
+    disk.mkdir()
+    yield (str(disk) if request.param == "local" else viewfs_mount(spark, disk)), disk
+
+
+def test_a_missing_file_reads_as_none_and_a_missing_directory_lists_empty(root: tuple[str, Path]) -> None:
+    ck, _disk = root
+    assert ckfs.read_bytes(ckfs.join(ck, "nope.json")) is None
+    assert ckfs.read_text(ckfs.join(ck, "q", "nope.json")) is None
+    assert ckfs.list_names(ckfs.join(ck, "nope")) == []
+    assert not ckfs.exists(ckfs.join(ck, "nope")) and not ckfs.is_dir(ckfs.join(ck, "nope"))
+
+
+def test_a_write_creates_its_directories_and_replaces_a_file_whole(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    path = ckfs.join(ck, "q1", "sub", "plan.json")
+    assert ckfs.write_atomic(path, '{"v": 1}')
+    assert ckfs.write_atomic(path, '{"v": 2, "more": "text"}')
+    assert ckfs.read_text(path) == '{"v": 2, "more": "text"}'
+    assert (disk / "q1" / "sub" / "plan.json").read_text() == '{"v": 2, "more": "text"}'
+    assert ckfs.is_dir(ckfs.join(ck, "q1")) and not ckfs.is_dir(path) and ckfs.exists(path)
+    # no temporary or checksum file shows up as an entry
+    assert ckfs.list_names(ckfs.join(ck, "q1", "sub")) == ["plan.json"]
+
+
+def test_without_overwrite_the_first_writer_wins(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    path = ckfs.join(ck, "q", "sink-identity.json")
+    assert ckfs.write_atomic(path, b"first", overwrite=False)
+    assert not ckfs.write_atomic(path, b"second", overwrite=False)
+    assert ckfs.read_bytes(path) == b"first" and (disk / "q" / "sink-identity.json").read_bytes() == b"first"
+
+
+def test_racing_exclusive_writers_leave_exactly_one_winner(root: tuple[str, Path]) -> None:
+    ck, _disk = root
+    path = ckfs.join(ck, "race", "id.json")
+    ckfs.makedirs(ckfs.join(ck, "race"))
+    wins: list[bytes] = []
+
+    def write(data: bytes) -> None:
+        if ckfs.write_atomic(path, data, overwrite=False):
+            wins.append(data)
+
+    threads = [threading.Thread(target=write, args=(f"w{i}".encode(),)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1 and ckfs.read_bytes(path) == wins[0]
+
+
+def test_listing_removing_and_binary_content(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    blob = bytes(range(256)) * 3
+    for name in ("b", "a", "10"):
+        ckfs.write_atomic(ckfs.join(ck, "d", name), blob)
+    ckfs.makedirs(ckfs.join(ck, "d", "sub"))
+    assert ckfs.list_names(ckfs.join(ck, "d")) == ["10", "a", "b", "sub"]
+    assert ckfs.read_bytes(ckfs.join(ck, "d", "a")) == blob
+    ckfs.remove(ckfs.join(ck, "d", "a"))
+    ckfs.remove(ckfs.join(ck, "d", "a"))  # already gone: fine
+    assert ckfs.list_names(ckfs.join(ck, "d")) == ["10", "b", "sub"]
+    # on disk, beside Hadoop's hidden checksum files
+    assert sorted(n for n in os.listdir(disk / "d") if not n.startswith(".")) == ["10", "b", "sub"]
+
+
+def test_local_paths_need_no_jvm_and_a_uri_without_a_session_is_refused_with_the_fix(tmp_path: Path) -> None:
+    assert ckfs.is_local(str(tmp_path)) and ckfs.is_local(tmp_path.as_uri())
+    assert not ckfs.is_local("s3a://bucket/ck") and not ckfs.is_local("viewfs://t/ck")
+    assert ckfs.os_path(Path(tmp_path, "a b").as_uri()) == str(tmp_path / "a b")
+    # a process with no SparkSession: local files work, a URI names what to do
+    code = (
+        "from hydrolite.planner.spark import ckfs\n"
+        f"ckfs.write_atomic({str(tmp_path / 'x')!r}, b'1'); assert ckfs.read_bytes({str(tmp_path / 'x')!r}) == b'1'\n"
+        "ckfs.read_bytes('hdfs://nn/ck/plan.json')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "hdfs://nn/ck/plan.json is on a Hadoop file system" in done.stderr and "start a SparkSession" in done.stderr
