@@ -268,6 +268,8 @@ def run(
     or a callable `f(batch_id, values)`; a sink left out is kept in memory. `checkpoint`: a
     directory (a new temporary one by default; an existing one resumes)."""
     from .input_feeds import feed_inputs
+    from .planner.spark import ckfs
+    from .planner.spark.lock import checkpoint_dir
     from .planner.spark.runtime import FlowRunner
     from .progress import LineProgress
 
@@ -278,9 +280,15 @@ def run(
         raise NotebookError(
             f"unknown ports {unknown}; {built.name!r} has sources {sorted(built.sources)} and sinks {sorted(built.sinks)}"
         )
-    checkpoint = os.path.abspath(checkpoint or tempfile.mkdtemp(prefix=f"hydrolite-{built.name}-"))
+    checkpoint = checkpoint_dir(checkpoint or tempfile.mkdtemp(prefix=f"hydrolite-{built.name}-"))
     specs = {p: v for p, v in given.items() if isinstance(v, str)}
     typed = [p for p in built.sources if p not in specs]
+    if typed and not ckfs.is_local(checkpoint):
+        raise NotebookError(
+            f"checkpoint {checkpoint}: the inputs of {', '.join(typed)} are given as Python values (or generated), "
+            "which are written as feeds under the checkpoint, and a feed must be a local directory\n"
+            "  fix: a local checkpoint, or bind each of those ports to an input spec such as 'parquet:s3a://...'"
+        )
     values = {p: v for p, v in given.items() if not isinstance(v, str)}
     specs.update(feed_inputs(built, typed, os.path.join(checkpoint, "notebook-inputs"), values))
     sinks: dict[str, Any] = {p: "memory" for p in built.sinks}

@@ -81,7 +81,7 @@ def test_a_dropped_lock_object_releases(tmp_path: Path) -> None:
     assert time.monotonic() - start < 5
 
 
-def test_a_checkpoint_is_a_path_or_a_file_uri_and_a_hadoop_uri_is_refused_before_anything_is_written(
+def test_a_checkpoint_is_a_path_a_file_uri_or_a_hadoop_uri_and_the_root_of_a_file_system_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from hydrolite.planner.spark.lock import CheckpointPathError, checkpoint_dir
@@ -94,11 +94,14 @@ def test_a_checkpoint_is_a_path_or_a_file_uri_and_a_hadoop_uri_is_refused_before
     lock = CheckpointLock(f"file://{tmp_path}/d")
     assert lock.checkpoint == str(tmp_path / "d") and os.path.isfile(tmp_path / "d" / "LOCK")
     lock.release()
-    for uri in ("hdfs://namenode:8020/ck", "s3a://bucket/ck", "hdfs:///ck"):
-        with pytest.raises(CheckpointPathError, match="a Hadoop URI is not one") as err:
-            CheckpointLock(uri)
-        assert "fix: pass a local directory, or mount the storage" in str(err.value)
-    assert sorted(os.listdir(tmp_path)) == ["d"]  # no directory named hdfs: or s3a:
+    # a Hadoop URI stays a URI (Spark and ckfs open it), never a relative directory named hdfs:
+    assert checkpoint_dir("hdfs://namenode:8020/ck/") == "hdfs://namenode:8020/ck"
+    assert checkpoint_dir("s3a://bucket/runs/ck") == "s3a://bucket/runs/ck"
+    for root in ("hdfs://namenode:8020/", "s3a://bucket", "hdfs:///"):
+        with pytest.raises(CheckpointPathError, match="names the root of a file system") as err:
+            checkpoint_dir(root)
+        assert "fix: name a directory under it" in str(err.value)
+    assert sorted(os.listdir(tmp_path)) == ["d"]
 
 
 @pytest.mark.parametrize(

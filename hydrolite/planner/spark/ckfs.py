@@ -115,7 +115,7 @@ def write_atomic(path: str, data: bytes | str, overwrite: bool = True) -> bool:
                 os.unlink(tmp)
     h = _hadoop(path)
     p = h.path(path)
-    h.manager.mkdirs(p.getParent())
+    h.mkdirs(p.getParent())
     if not overwrite and h.manager.exists(p):
         return False
     out = h.manager.createAtomic(p, overwrite)
@@ -166,7 +166,7 @@ def makedirs(path: str) -> None:
         os.makedirs(os_path(path), exist_ok=True)
     else:
         h = _hadoop(path)
-        h.manager.mkdirs(h.path(path))
+        h.mkdirs(h.path(path))
 
 
 def remove(path: str) -> None:
@@ -192,6 +192,12 @@ class _Hadoop:
 
     def path(self, path: str) -> Any:
         return self.jvm.org.apache.hadoop.fs.Path(path)
+
+    def mkdirs(self, p: Any) -> None:
+        """Create a directory and its parents unless it exists (an existing mount point of a
+        `viewfs://` table is read-only: asking to create it again fails)."""
+        if not self.manager.exists(p):
+            self.manager.mkdirs(p)
 
 
 def _manager_class(jvm: Any) -> Any:

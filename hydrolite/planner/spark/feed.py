@@ -62,6 +62,12 @@ class FeedWriter:
     """Appends entries of typed elements to a feed directory (used by tests and the CLI)."""
 
     def __init__(self, path: str, vt: HType, kt: HType | None = None) -> None:
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path) and not path.startswith("file:"):
+            raise ValueError(
+                f"feed {path}: a feed is a local directory, read by Spark's Python workers by path, and this is a "
+                "Hadoop URI (it would become a relative directory named after its scheme)\n"
+                "  fix: give the feed a local directory (on a cluster: a shared file system mounted everywhere)"
+            )
         self.path = path
         self.vt = vt
         self.kt = kt

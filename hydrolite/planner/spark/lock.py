@@ -12,6 +12,12 @@ are corrupt. So a runner locks ``<checkpoint>/LOCK`` first:
 On file systems without ``flock`` (some network mounts) the lock raises rather than
 pretending.
 
+A checkpoint on a Hadoop file system (``hdfs://``, ``s3a://`` ...) has no ``flock``: there the
+lock is a *lease*, ``<checkpoint>/LOCK`` created only if absent (first writer wins) and
+deleted on release. A lease left by a runner that died on this host is taken over (its pid
+is not running); one left on another host cannot be judged from here, so the refusal names
+the holder and says to delete the file once that runner is known to be gone.
+
 Example::
 
     >>> import tempfile
@@ -36,10 +42,12 @@ import os
 import re
 import socket
 import sys
+import uuid
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from ...errors import HydroliteError
+from . import ckfs
 
 LOCK_FILE = "LOCK"
 
@@ -57,26 +65,23 @@ class CheckpointPathError(HydroliteError, ValueError):
 
 
 def checkpoint_dir(spec: str) -> str:
-    """The absolute local directory a checkpoint argument names: a path or a `file:` URI.
+    """The checkpoint a checkpoint argument names: an absolute local directory for a path or a
+    `file:` URI; any other URI (`hdfs://`, `s3a://`, `viewfs://` ...) as given, without a
+    trailing slash, for Hadoop's file system API (`ckfs`) and Spark.
 
-    Any other URI (`hdfs://`, `s3a://`, `abfss://` ...) is refused rather than taken as a
-    relative directory named `hdfs:`: besides Spark's checkpoint, the directory holds the
-    versioned state store (SQLite), this lock (`flock`) and the files the executors write
-    (deferred rows, channels between queries), all opened by path.
-
-    >>> checkpoint_dir("file:///tmp/ck%201")
-    '/tmp/ck 1'
+    >>> checkpoint_dir("file:///tmp/ck%201"), checkpoint_dir("s3a://bucket/runs/ck/")
+    ('/tmp/ck 1', 's3a://bucket/runs/ck')
     """
     parts = urlsplit(spec)
     if parts.scheme == "file":
         return os.path.abspath(unquote(parts.path))
     if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", spec):
-        raise CheckpointPathError(
-            f"checkpoint {spec}: hydrolite needs a directory on a file system it can open by path (its versioned "
-            "state store is SQLite, its lock an flock, and the executors write deferred rows and channels under "
-            "it); a Hadoop URI is not one\n  fix: pass a local directory, or mount the storage (NFS, a FUSE mount "
-            "of the bucket) at the same path on the driver and every executor and pass that path"
-        )
+        if not parts.path.strip("/"):
+            raise CheckpointPathError(
+                f"checkpoint {spec}: names the root of a file system, where every run's files would mix\n"
+                f"  fix: name a directory under it, e.g. {spec.rstrip('/')}/hydrolite/<program>"
+            )
+        return spec.rstrip("/")
     return os.path.abspath(spec)
 
 
@@ -95,9 +100,22 @@ class CheckpointLock:
 
     def __init__(self, checkpoint: str) -> None:
         self.checkpoint = checkpoint_dir(checkpoint)
-        os.makedirs(self.checkpoint, exist_ok=True)
-        self.path = os.path.join(self.checkpoint, LOCK_FILE)
+        self.path = ckfs.join(self.checkpoint, LOCK_FILE)
         self.previous: dict[str, Any] | None = None  # a stale holder taken over, if any
+        self.fd: int | None = None
+        self.leased = False  # a lease on a Hadoop file system (no flock there)
+        info = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv)[:300],
+            "token": uuid.uuid4().hex,
+        }
+        self.info = info
+        if not ckfs.is_local(self.checkpoint):
+            self._lease()
+            return
+        os.makedirs(self.checkpoint, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -111,23 +129,34 @@ class CheckpointLock:
                 f"checkpoint {self.checkpoint}: cannot lock {self.path} ({exc}); this file system does not support "
                 f"flock, so hydrolite cannot guarantee a single writer\n  fix: put the checkpoint on a local disk"
             ) from exc
-        self.fd: int | None = fd
+        self.fd = fd
         self.previous = _read(fd) or None
         if self.previous is not None and self.previous.get("released") is not True:
-            print(
-                f"hydrolite: taking over the lock of a runner that stopped without releasing it ({_describe(self.previous)})",
-                file=sys.stderr,
-            )
-        info = {
-            "host": socket.gethostname(),
-            "pid": os.getpid(),
-            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(sys.argv)[:300],
-        }
+            _say_taken_over(self.previous)
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         os.fsync(fd)
-        self.info = info
+
+    def _lease(self) -> None:
+        """Create `LOCK` if absent; take over one left by a dead process of this host."""
+        data = json.dumps(self.info)
+        if ckfs.write_atomic(self.path, data, overwrite=False):
+            self.leased = True
+            return
+        holder = _parse(ckfs.read_bytes(self.path))
+        here = holder.get("host") == socket.gethostname()
+        if not (here and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])):
+            raise CheckpointLockedError(
+                self._held_message(holder)
+                + f"\n  a runner that died on another host leaves this lease behind: once it is known to be gone, "
+                f"delete {self.path} and run again"
+            )
+        _say_taken_over(holder)
+        self.previous = holder
+        ckfs.remove(self.path)
+        if not ckfs.write_atomic(self.path, data, overwrite=False):  # another taker was faster
+            raise CheckpointLockedError(self._held_message(_parse(ckfs.read_bytes(self.path))))
+        self.leased = True
 
     def _held_message(self, holder: dict[str, Any]) -> str:
         who = _describe(holder) if holder else "holder unknown"
@@ -143,7 +172,13 @@ class CheckpointLock:
         )
 
     def release(self) -> None:
-        """Release the lock (marking the file as released: the next taker says nothing)."""
+        """Release the lock (locally the file is marked released, so the next taker says
+        nothing; a lease is deleted, if it is still ours)."""
+        if self.leased:
+            self.leased = False
+            if _parse(ckfs.read_bytes(self.path)).get("token") == self.info["token"]:
+                ckfs.remove(self.path)
+            return
         if self.fd is None:
             return
         try:
@@ -157,16 +192,30 @@ class CheckpointLock:
 
     def __del__(self) -> None:  # a runner dropped without stop(): the lock goes with it
         if getattr(self, "fd", None) is not None:
-            self.release()
+            self.release()  # (a lease is not released here: that needs the JVM, maybe gone by now)
 
 
 def _read(fd: int) -> dict[str, Any]:
     try:
-        raw = os.pread(fd, 65536, 0)
-        data = json.loads(raw.decode() or "{}")
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+        return _parse(os.pread(fd, 65536, 0))
+    except OSError:
         return {}
+
+
+def _parse(raw: bytes | None) -> dict[str, Any]:
+    """A lock file's holder; {} for an empty or unreadable one (a crash while writing it)."""
+    try:
+        data = json.loads((raw or b"").decode() or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _say_taken_over(holder: dict[str, Any]) -> None:
+    print(
+        f"hydrolite: taking over the lock of a runner that stopped without releasing it ({_describe(holder)})",
+        file=sys.stderr,
+    )
 
 
 def _describe(holder: dict[str, Any]) -> str:

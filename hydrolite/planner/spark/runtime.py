@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
 from ...ir.roles import static_initial
-from . import ops, ops_state  # noqa: F401  (register the node handlers)
+from . import ckfs, ops, ops_state  # noqa: F401  (ops, ops_state: register the node handlers)
 from .errors import (
     SparkRunError,
     UserFunctionError,
@@ -107,8 +106,8 @@ class StageRunner(StageOutputs, HeldBatches):
     def __init__(self, runner: FlowRunner, stage: Stage) -> None:
         self.runner = runner
         self.stage = stage
-        self.dir = os.path.join(runner.checkpoint, stage.name)
-        self.store = StateStore(os.path.join(self.dir, "state"))
+        self.dir = ckfs.join(runner.checkpoint, stage.name)
+        self.store = StateStore(ckfs.join(self.dir, "state"))
         self.keys = stage.state_keys
         by_name = {s.port: self._source_input(s) for s in stage.sources} | {
             f"channel:{c.name}": self._channel_input(c) for c in stage.channels_in
@@ -119,7 +118,7 @@ class StageRunner(StageOutputs, HeldBatches):
         # writes an (empty) entry to its own heartbeat feed when something was deferred
         self.deferred = stage.deferred
         if stage.has_heartbeat:
-            self.inputs.append(InputSpec(HEARTBEAT, None, FeedInput(os.path.join(self.dir, "heartbeat")), NONE, None))
+            self.inputs.append(InputSpec(HEARTBEAT, None, FeedInput(ckfs.join(self.dir, "heartbeat")), NONE, None))
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.has_file: list[bool] = [False] * len(self.inputs)
@@ -145,10 +144,8 @@ class StageRunner(StageOutputs, HeldBatches):
         self.batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
-        os.makedirs(self.dir, exist_ok=True)
         meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
-        with open(os.path.join(self.dir, "hydrolite.json"), "w") as fh:
-            json.dump(meta, fh, indent=2)
+        ckfs.write_atomic(ckfs.join(self.dir, "hydrolite.json"), json.dumps(meta, indent=2))
 
     def rows_read(self, i: int, counted: int) -> int:
         """Input i's rows, from Spark's count for it (`numInputRows`, one per scan: `scans`)."""
@@ -251,7 +248,7 @@ class StageRunner(StageOutputs, HeldBatches):
         w = self.streaming_df().writeStream.queryName(name).foreachBatch(self.foreach_batch)
         if self.native is not None:  # an aggregation without a watermark runs in update mode only
             w = w.outputMode(OUTPUT_MODE)
-        w = w.option("checkpointLocation", os.path.join(self.dir, "spark"))
+        w = w.option("checkpointLocation", ckfs.join(self.dir, "spark"))
         if once:
             w = w.trigger(availableNow=True)
         stateful = self.native is not None or self.region is not None
@@ -264,13 +261,12 @@ class StageRunner(StageOutputs, HeldBatches):
         Like a streaming batch, it is committed only after all its outputs were written; a
         rerun from a committed checkpoint does nothing, an uncommitted one replays batch 0.
         """
-        marker = os.path.join(self.dir, "batch-job-committed")
-        if os.path.exists(marker):
+        marker = ckfs.join(self.dir, "batch-job-committed")
+        if ckfs.exists(marker):
             return
         empty = self.runner.spark.createDataFrame([], "_src int, _seq long")
         self.foreach_batch(empty, 0)
-        with open(marker, "w") as fh:
-            fh.write("0\n")
+        ckfs.write_atomic(marker, "0\n")
 
     def foreach_batch(self, df: DataFrame, batch_id: int) -> None:
         self._ctx = None
@@ -428,7 +424,7 @@ class StageRunner(StageOutputs, HeldBatches):
         for x in self.deferred:
             value = ctx.vals.get(id(x.children[0]))
             if isinstance(value, SFrame) and not value.df.isEmpty():
-                FeedWriter(os.path.join(self.dir, "heartbeat"), NONE).send_many([])
+                FeedWriter(ckfs.join(self.dir, "heartbeat"), NONE).send_many([])
                 return
 
 
@@ -483,6 +479,9 @@ class FlowRunner:
         outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None,
         reset_state: Sequence[str],
     ) -> None:
+        if not ckfs.is_local(self.checkpoint):
+            for stage in self.plan.stages:
+                stage.check_remote_checkpoint(self.checkpoint)
         recon = reconcile(self.plan, self.checkpoint, reset_state)
         if recon.refused:
             raise PlanChangedError(recon.render())
@@ -516,7 +515,7 @@ class FlowRunner:
         return vt, kt
 
     def channel_dir(self, ch: Channel) -> str:
-        return os.path.join(self.checkpoint, "channels", ch.name)
+        return ckfs.join(self.checkpoint, "channels", ch.name)
 
     def sink(self, port: str) -> OutputBinding:
         return self.outputs[port]

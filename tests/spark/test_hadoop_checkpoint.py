@@ -1,0 +1,171 @@
+"""A whole checkpoint on a Hadoop file system: runs, crashes, resumes and the lease.
+
+The file system is a real `viewfs://` mount table over a local directory (this machine
+reaches no HDFS or S3), so Spark, hydrolite's own files (`ckfs`), the driver's versioned
+store and the lease all go through Hadoop's FileSystem API exactly as for `hdfs://`. Each
+resume uses a fresh runner whose driver-local working files are new, as on another machine.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from examples import counter, kvstore
+from hydrolite.planner.spark import ckfs
+from hydrolite.planner.spark.faults import CrashOnce
+from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.lock import CheckpointLock, CheckpointLockedError, CheckpointPathError
+from hydrolite.planner.spark.offsets import read_offset_log
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.types import NONE, Prim
+from tests.spark.runs import run_once
+from tests.spark.test_ckfs import viewfs_mount
+from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
+from tests.spark.test_operators import two_ticks
+
+pytestmark = pytest.mark.spark
+
+
+def _kv(spark: SparkSession, d: Path, ck: str, keyed_state: str, fault: Any = None) -> FlowRunner:
+    runner = FlowRunner(
+        kvstore.build(),
+        spark=spark,
+        checkpoint=ck,
+        inputs=_feeds(d),
+        outputs={"get_response": f"json:{d / 'out'}"},
+        fault=fault,
+        keyed_state=keyed_state,
+    )
+    return run_once(runner)
+
+
+@pytest.mark.parametrize("keyed_state", ["executors", "driver"])
+def test_the_key_value_store_runs_with_its_checkpoint_on_a_hadoop_file_system(
+    spark: SparkSession, tmp_path: Path, keyed_state: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ck = viewfs_mount(spark, disk)
+    monkeypatch.chdir(tmp_path)
+    runner = _kv(spark, tmp_path, ck, keyed_state)
+    assert runner.checkpoint == ck
+    assert _responses(tmp_path) == EXPECTED
+    query = runner.plan.stages[0].name
+    # Spark's checkpoint, its state store and hydrolite's files are all on the mounted disk
+    names = set(os.listdir(disk))
+    assert {query, "plan.json", "bindings.json"} <= names and "LOCK" not in names  # the lease was released
+    assert (disk / query / "spark" / "commits").is_dir() and (disk / query / "hydrolite.json").is_file()
+    if keyed_state == "executors":
+        assert any((disk / query / "spark" / "state").rglob("*.zip")) or any(
+            (disk / query / "spark" / "state").rglob("*.changelog")
+        )
+    assert sorted(os.listdir(tmp_path)) == sorted(["disk", "get", "out", "put"])  # no directory named viewfs:
+
+
+@pytest.mark.parametrize(("keyed_state", "point"), [("executors", "before_outputs"), ("driver", "after_sinks")])
+def test_a_crash_resumes_from_the_hadoop_checkpoint_alone(
+    spark: SparkSession, tmp_path: Path, keyed_state: str, point: str
+) -> None:
+    """A crash in batch 1, then a new runner: the driver's store is rebuilt from the files on
+    the Hadoop file system, and the answers are those of a run without a crash."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ck = viewfs_mount(spark, disk)
+    fault = CrashOnce(point)
+    with pytest.raises(Exception, match="crash at"):
+        _kv(spark, tmp_path, ck, keyed_state, fault=fault)
+    assert fault.fired == [1]
+    _kv(spark, tmp_path, ck, keyed_state)
+    assert _responses(tmp_path) == EXPECTED
+
+
+def test_the_counter_resumes_from_a_hadoop_checkpoint(spark: SparkSession, tmp_path: Path) -> None:
+    """The counter's count is driver state: a second runner on the same Hadoop checkpoint
+    continues it, and the offset log reads back through the URI."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ck = viewfs_mount(spark, disk)
+    inc = FeedWriter(str(tmp_path / "inc"), NONE, Prim(str))
+    qry = FeedWriter(str(tmp_path / "qry"), NONE, Prim(str))
+    binds = {"increment": f"feed:{tmp_path}/inc", "query": f"feed:{tmp_path}/qry"}
+    with FlowRunner(counter.build(), spark=spark, checkpoint=ck, inputs=binds) as run:
+        run.start()
+        inc.send_many([("a", None), ("b", None)])
+        run.process_all_available()
+        qry.send(("a", None))
+        run.process_all_available()
+        assert run.memory("query_response").values() == [("a", 2)]
+    with FlowRunner(counter.build(), spark=spark, checkpoint=ck, inputs=binds) as run:
+        assert run.resumed == {"tick0": 2}
+        run.start()
+        inc.send(("c", None))
+        qry.send(("b", None))
+        run.process_all_available()
+        assert run.memory("query_response").values() == [("b", 3)]
+    ticks = read_offset_log(ck)
+    assert [(t.query, t.batch_id, t.committed) for t in ticks] == [("tick0", b, True) for b in range(3)]
+    assert ticks[2].inputs == {"increment": ({"entries": 1}, {"entries": 2}), "query": ({"entries": 1}, {"entries": 2})}
+
+
+def test_a_query_that_reads_a_feed_under_the_checkpoint_is_refused_before_anything_runs(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ck = viewfs_mount(spark, disk)
+    with pytest.raises(CheckpointPathError) as err:
+        FlowRunner(two_ticks(), spark=spark, checkpoint=ck, inputs={"x": f"feed:{tmp_path / 'x'}"})
+    text = str(err.value)
+    assert "needs a local checkpoint directory" in text and "channels" in text and "fix: pass a local directory" in text
+    assert os.listdir(disk) == []  # nothing written, the lease released
+
+
+# ---------------------------------------------------------------- the lease
+def test_a_lease_refuses_a_second_runner_and_is_gone_after_release(spark: SparkSession, tmp_path: Path) -> None:
+    ck = viewfs_mount(spark, tmp_path)
+    first = CheckpointLock(ck + "/")
+    assert first.checkpoint == ck and (tmp_path / "LOCK").is_file()
+    with pytest.raises(CheckpointLockedError) as err:
+        CheckpointLock(ck)
+    text = str(err.value)
+    assert f"pid {os.getpid()}" in text and socket.gethostname() in text and f"delete {ck}/LOCK" in text
+    first.release()
+    assert not (tmp_path / "LOCK").exists()
+    CheckpointLock(ck).release()
+
+
+def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_over(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    ck = viewfs_mount(spark, tmp_path)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)  # that process has exited
+    left = f'{{"host": "{socket.gethostname()}", "pid": {dead}, "started": "then", "command": "x", "token": "t"}}'
+    ckfs.write_atomic(ckfs.join(ck, "LOCK"), left)
+    lock = CheckpointLock(ck)
+    assert lock.previous is not None and lock.previous["pid"] == dead
+    assert "taking over the lock" in capfd.readouterr().err
+    assert f'"pid": {os.getpid()}' in (tmp_path / "LOCK").read_text()
+    lock.release()
+
+
+def test_a_lease_of_another_host_is_refused_with_how_to_clear_it(spark: SparkSession, tmp_path: Path) -> None:
+    ck = viewfs_mount(spark, tmp_path)
+    other = '{"host": "elsewhere.example", "pid": 1, "started": "then", "command": "hydrolite run", "token": "t"}'
+    ckfs.write_atomic(ckfs.join(ck, "LOCK"), other)
+    with pytest.raises(CheckpointLockedError, match="host elsewhere.example"):
+        CheckpointLock(ck)
+    assert (tmp_path / "LOCK").read_text() == other  # theirs, untouched
+
+
+def test_the_root_of_a_file_system_is_refused(spark: SparkSession) -> None:
+    with pytest.raises(CheckpointPathError, match="names the root of a file system"):
+        CheckpointLock("viewfs://anything/")
