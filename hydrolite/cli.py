@@ -102,13 +102,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .planner.spark.upgrade import reconcile
 
         against = checkpoint_dir(args.against)  # a URI is refused as `run` refuses it
-        if not os.path.isdir(against):
+        if not _checkpoint_found(against, args.master):
             raise SystemExit(f"hydrolite: error: --against {args.against}: no such checkpoint directory")
         recon = reconcile(plan, against, args.reset_state)
         print(recon.render())
         return 1 if recon.refused else 0
     print(RENDERERS[args.format](plan))
     return 0
+
+
+def _checkpoint_found(checkpoint: str, master: str | None) -> bool:
+    """Whether a checkpoint directory exists: a local one asked of the OS, a Hadoop URI of
+    Spark (`ckfs`), whose session is started for it first (a local one needs none)."""
+    from .planner.spark import ckfs
+
+    if not ckfs.is_local(checkpoint):
+        from .planner.spark.session import spark_session
+
+        spark_session(master, {})
+    return ckfs.is_dir(checkpoint)
 
 
 def _keyed_state_option(p: argparse.ArgumentParser) -> None:
@@ -183,6 +195,7 @@ def _cluster_members_option(p: argparse.ArgumentParser, default: str = "2 per cl
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .planner.spark import ckfs
     from .planner.spark.faults import fault_from_env
     from .planner.spark.lock import CheckpointLock, checkpoint_dir
     from .planner.spark.runtime import FlowRunner
@@ -205,7 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, conf, verbose=args.verbose)
     unbound = sorted(p for p in flow.sources if p not in inputs)
     if unbound:
-        inputs.update(_demo_feeds(module, plan, unbound, os.path.join(checkpoint, "demo-inputs")))
+        inputs.update(_demo_feeds(module, plan, unbound, ckfs.join(checkpoint, "demo-inputs")))
         print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
     for port in flow.sinks:
         outputs.setdefault(port, "console")
@@ -275,7 +288,7 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
 
     _, flow = load_program(args.program)
     checkpoint = checkpoint_dir(args.checkpoint)  # a URI is refused as `run` refuses it
-    if not os.path.isdir(checkpoint):
+    if not _checkpoint_found(checkpoint, args.master):
         raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
     spark = spark_session(args.master, {})
     report = verify_run(

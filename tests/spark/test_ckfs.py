@@ -115,3 +115,22 @@ def test_local_paths_need_no_jvm_and_a_uri_without_a_session_is_refused_with_the
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "hdfs://nn/ck/plan.json is on a Hadoop file system" in done.stderr and "start a SparkSession" in done.stderr
+
+
+# ------------------------------------------------------------------ added for the control files
+
+
+def test_is_file_tells_a_file_from_a_directory_and_a_missing_path(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    ckfs.write_atomic(ckfs.join(ck, "q", "hydrolite.json"), b"{}")
+    (disk / "d" / "hydrolite.json").mkdir(parents=True)  # a directory by a file's name
+    assert ckfs.is_file(ckfs.join(ck, "q", "hydrolite.json"))
+    assert not ckfs.is_file(ckfs.join(ck, "q")) and not ckfs.is_file(ckfs.join(ck, "d", "hydrolite.json"))
+    assert not ckfs.is_file(ckfs.join(ck, "nope", "hydrolite.json"))
+
+
+def test_absolute_makes_a_plain_path_absolute_and_keeps_a_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert ckfs.absolute("ck") == str(tmp_path / "ck") == ckfs.absolute(str(tmp_path / "x" / ".." / "ck"))
+    for uri in ("hdfs://nn/ck", "s3a://bucket/ck/", "viewfs://t/ck", "file:///tmp/ck"):
+        assert ckfs.absolute(uri) == uri

@@ -240,3 +240,29 @@ def _hadoop(path: str) -> _Hadoop:
 def _cached(spark: Any, root: str) -> _Hadoop:
     sc: Any = spark.sparkContext
     return _Hadoop(sc._jvm, sc._jsc.hadoopConfiguration(), root)
+
+
+# ------------------------------------------------------------------ added for the control files
+# (run_support, verify, upgrade, port_api: hydrolite's small files under a checkpoint)
+
+
+def absolute(path: str) -> str:
+    """A plain path made absolute (`os.path.abspath`); a URI (`file:` too) kept as given.
+
+    A checkpoint is remembered and compared by its absolute path, and a relative one would
+    mean another directory after a `cd`; a URI names its file system and is absolute already
+    (`os.path.abspath` would make `hdfs://nn/ck` a local `.../hdfs:/nn/ck`).
+
+    >>> absolute("s3a://bucket/ck"), absolute("/tmp/ck/../ck")
+    ('s3a://bucket/ck', '/tmp/ck')
+    """
+    return path if _SCHEME.match(path) else os.path.abspath(path)
+
+
+def is_file(path: str) -> bool:
+    """Whether `path` is a file (`os.path.isfile` locally; a directory is not one)."""
+    if is_local(path):
+        return os.path.isfile(os_path(path))
+    h = _hadoop(path)
+    p = h.path(path)
+    return bool(h.manager.exists(p) and h.fs.getFileStatus(p).isFile())

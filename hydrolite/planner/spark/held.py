@@ -4,7 +4,6 @@ the first batch that can. A mixin of `runtime.StageRunner`, kept apart like `out
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
 from ...ir.meta import Kind
+from . import ckfs
 from .errors import site_of
 from .values import Scalar, Val
 
@@ -49,7 +49,7 @@ class HeldBatches:
     def _hold(self, df: DataFrame, files: dict[int, list[str]], batch_id: int, state: Any) -> None:
         """Keep a blocked batch's input rows (under `held/<batch id>`, idempotent on replay) for
         the next batch that can run: the model's tick takes everything pending then."""
-        path = os.path.join(self.dir, "held", str(batch_id))
+        path = ckfs.join(self.dir, "held", str(batch_id))  # Spark writes it: any Hadoop file system
         df.write.mode("overwrite").parquet(path)
         state.put(_HELD, ([path], files))
         state.commit()

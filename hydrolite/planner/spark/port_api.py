@@ -23,7 +23,6 @@ is one column per field; a keyed port is columns `key` and `value`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -37,6 +36,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from . import ckfs
 from .errors import SparkRunError
 from .reuse import derived, field_of
 from .state import StateStore
@@ -252,21 +252,16 @@ class SinkCtx:
 
 
 def query_identity(query_dir: str) -> str:
-    """The uuid of the query whose checkpoint directory this is (made on first use, atomically)."""
-    path = os.path.join(query_dir, "sink-identity.json")
-    if not os.path.exists(path):
-        os.makedirs(query_dir, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as fh:
-            json.dump({"query": uuid.uuid4().hex}, fh)
-        try:
-            os.link(tmp, path)  # fails if another writer made it first: theirs is kept
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
-    with open(path) as fh:
-        value = json.load(fh).get("query")
+    """The uuid of the query whose checkpoint directory this is (made on first use, atomically:
+    of writers racing to make it, the first one's is kept and every one reads that back)."""
+    path = ckfs.join(query_dir, "sink-identity.json")
+    text = ckfs.read_text(path)
+    if text is None:
+        ckfs.write_atomic(path, json.dumps({"query": uuid.uuid4().hex}), overwrite=False)
+        text = ckfs.read_text(path)
+        if text is None:  # written (by us or another writer) a moment ago: it cannot be gone
+            raise SparkRunError(f"{path} vanished after it was written\n  fix: check what deletes checkpoint files")
+    value = json.loads(text).get("query")
     if not isinstance(value, str) or not value:
         raise SparkRunError(f"{path} is damaged (no query id)\n  fix: restore it from a backup of the checkpoint")
     return value

@@ -26,6 +26,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir.graph import Flow
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
+from . import ckfs
 from .errors import BadDataError, SparkRunError, describe_spark_error, site_of
 from .exec import BatchCtx
 from .ports import InputBinding, OutputBinding, collect_values
@@ -34,27 +35,24 @@ from .values import SFrame
 
 def record_sink_type(checkpoint: str, port: str, sf: SFrame) -> None:
     """Keep the element types a sink wrote with (`sink_types/<port>.pkl`), so that
-    `verify-run` reads its files back as the same Python values (written once per run)."""
-    path = os.path.join(checkpoint, "sink_types", f"{port}.pkl")
-    if os.path.exists(path):
+    `verify-run` reads its files back as the same Python values (written once per run,
+    whole or not at all, on a local or a Hadoop checkpoint: `ckfs`)."""
+    path = ckfs.join(checkpoint, "sink_types", f"{port}.pkl")
+    if ckfs.exists(path):
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "wb") as fh:
-        pickle.dump((sf.vt, sf.kt), fh)
-    os.replace(path + ".tmp", path)
+    ckfs.write_atomic(path, pickle.dumps((sf.vt, sf.kt)))
 
 
 def record_bindings(checkpoint: str, inputs: Mapping[str, InputBinding], outputs: Mapping[str, OutputBinding]) -> None:
-    """Write which input/output each port was bound to (`bindings.json`), so that
-    `hydrolite verify-run` can read the run's inputs and outputs back later."""
+    """Write which input/output each port was bound to (`bindings.json`, whole or not at all),
+    so that `hydrolite verify-run` can read the run's inputs and outputs back later."""
     from .verify import binding_spec
 
     data = {
         "inputs": {p: spec for p, b in inputs.items() if (spec := binding_spec(b)) is not None},
         "outputs": {p: spec for p, b in outputs.items() if (spec := binding_spec(b)) is not None},
     }
-    with open(os.path.join(checkpoint, "bindings.json"), "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
+    ckfs.write_atomic(ckfs.join(checkpoint, "bindings.json"), json.dumps(data, indent=2, sort_keys=True))
 
 
 def busy(q: StreamingQuery) -> bool:

@@ -32,6 +32,7 @@ Example (a fresh checkpoint: nothing to compare)::
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -42,6 +43,7 @@ from ...errors import HydroliteError
 from ...ir import nodes as n
 from ...ir.meta import type_name
 from ...ir.stable import Identity
+from . import ckfs
 from .offsets import numbered
 from .stages import Plan, Stage
 
@@ -122,21 +124,21 @@ def stage_inputs(stage: Stage) -> list[str]:
 
 def committed(checkpoint: str, query: str) -> int:
     """How many batches of a query were committed (0 for a query that never committed)."""
-    qdir = os.path.join(checkpoint, query)
-    if os.path.exists(os.path.join(qdir, "batch-job-committed")):
+    qdir = ckfs.join(checkpoint, query)
+    if ckfs.exists(ckfs.join(qdir, "batch-job-committed")):
         return 1
-    done = numbered(os.path.join(qdir, "spark", "commits"))
+    done = numbered(ckfs.join(qdir, "spark", "commits"))
     return done[-1] + 1 if done else 0
 
 
 def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
     """The plan recorded in a checkpoint (None when there is none)."""
-    path = os.path.join(checkpoint, PLAN_FILE)
-    if not os.path.exists(path):
-        return None
+    path = ckfs.join(checkpoint, PLAN_FILE)
     try:
-        with open(path) as fh:
-            data = json.load(fh)
+        text = ckfs.read_text(path)
+        if text is None:
+            return None
+        data = json.loads(text)
         queries = {
             d: QueryRecord(
                 d,
@@ -156,9 +158,8 @@ def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
 
 
 def _legacy(checkpoint: str) -> list[str]:
-    if not os.path.isdir(checkpoint):
-        return []
-    return sorted(d for d in os.listdir(checkpoint) if os.path.isfile(os.path.join(checkpoint, d, "hydrolite.json")))
+    """The query directories of a checkpoint (each holds its `hydrolite.json`), sorted."""
+    return [d for d in ckfs.list_names(checkpoint) if ckfs.is_file(ckfs.join(checkpoint, d, "hydrolite.json"))]
 
 
 @dataclass
@@ -247,11 +248,8 @@ class Reconciliation:
 
 
 def write_record(checkpoint: str, data: dict[str, Any]) -> None:
-    os.makedirs(checkpoint, exist_ok=True)
-    path = os.path.join(checkpoint, PLAN_FILE)
-    with open(path + ".tmp", "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    """Write the plan record (`plan.json`) whole or not at all, creating the checkpoint."""
+    ckfs.write_atomic(ckfs.join(checkpoint, PLAN_FILE), json.dumps(data, indent=2, sort_keys=True))
 
 
 def _matches(reset: Sequence[str], *names: str) -> bool:
@@ -260,7 +258,7 @@ def _matches(reset: Sequence[str], *names: str) -> bool:
 
 def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconciliation:
     """Compare `plan` with the plan recorded in `checkpoint` (nothing is changed on disk)."""
-    recon = Reconciliation(plan, os.path.abspath(checkpoint))
+    recon = Reconciliation(plan, ckfs.absolute(checkpoint))  # a URI stays one
     found = read_record(recon.checkpoint)
     if found is None:
         legacy = _legacy(recon.checkpoint)
@@ -285,7 +283,7 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
         if q is None:
             name = stage.base_name
             k = 2
-            while name in old or os.path.exists(os.path.join(recon.checkpoint, name)):
+            while name in old or ckfs.exists(ckfs.join(recon.checkpoint, name)):
                 name, k = f"{stage.base_name}-v{k}", k + 1
             recon.names[stage.index] = name
             recon.lines.append(
@@ -315,8 +313,12 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
 
 
 def _record_data(checkpoint: str) -> dict[str, Any]:
-    with open(os.path.join(checkpoint, PLAN_FILE)) as fh:
-        data: dict[str, Any] = json.load(fh)
+    """The plan record's JSON; FileNotFoundError when the checkpoint has none."""
+    path = ckfs.join(checkpoint, PLAN_FILE)
+    text = ckfs.read_text(path)
+    if text is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    data: dict[str, Any] = json.loads(text)
     return data
 
 

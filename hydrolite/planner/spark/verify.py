@@ -34,6 +34,7 @@ from ...ir.graph import Flow
 from ...sim.program import Program, compile_program
 from ...sim.recorded import ReplayBatch, ReplayBlocked, operator_chain, replay_ticks
 from ...sim.values import render
+from . import ckfs
 from .errors import SparkRunError
 from .feed import list_entries
 from .offsets import TickOffsets, read_offset_log
@@ -175,10 +176,9 @@ def read_files(spark: SparkSession, binding: FileInput, files: list[str], vt: HT
 # ------------------------------------------------------------------ reading outputs back
 def _sink_types(checkpoint: str, sink: n.Sink) -> tuple[HType, HType | None]:
     """The element types the run wrote a sink with (recorded by the runtime), else declared."""
-    path = os.path.join(checkpoint, "sink_types", f"{sink.port}.pkl")
-    if os.path.exists(path):
-        with open(path, "rb") as fh:
-            vt, kt = pickle.load(fh)
+    data = ckfs.read_bytes(ckfs.join(checkpoint, "sink_types", f"{sink.port}.pkl"))
+    if data is not None:
+        vt, kt = pickle.loads(data)
         return vt, kt
     return _types(sink)
 
@@ -189,14 +189,14 @@ def read_outputs(
     """Per batch id, what a sink wrote (None when the binding cannot be read back)."""
     if isinstance(binding, MemorySink):
         return dict(binding.batches)
-    if isinstance(binding, FileOutput) and os.path.isdir(binding.path):
+    if isinstance(binding, FileOutput) and ckfs.is_dir(binding.path):  # the user's directory, maybe a URI
         vt, kt = _sink_types(checkpoint, sink)
         out: dict[int, list[Any]] = {}
-        for name in os.listdir(binding.path):
+        for name in ckfs.list_names(binding.path):
             if not name.startswith("batch_id="):
                 continue
             b = int(name.split("=", 1)[1])
-            where = os.path.join(binding.path, name)
+            where = ckfs.join(binding.path, name)
             try:
                 df = spark.read.schema(external_schema(vt, kt)).format(binding.fmt).load(where)
                 out[b] = collect_values(SFrame(df.select(*internal_columns(vt, kt)), vt, kt))
@@ -352,9 +352,8 @@ def verify_run(
     }
     # a sink the run did not record (console, callback) cannot be read back: not compared
     outs = {p: parse_output((outputs or {}).get(p) or recorded["outputs"].get(p) or "console") for p in plan.flow.sinks}
-    return verify_plan(
-        plan, checkpoint, spark, ins, outs, lambda ch: os.path.join(os.path.abspath(checkpoint), "channels", ch.name)
-    )
+    root = ckfs.absolute(checkpoint)  # a URI stays one
+    return verify_plan(plan, checkpoint, spark, ins, outs, lambda ch: ckfs.join(root, "channels", ch.name))
 
 
 def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
@@ -387,12 +386,12 @@ def binding_spec(binding: InputBinding | OutputBinding) -> str | None:
 
     if isinstance(binding, FeedInput):
         query = f"?{urlencode(binding.options)}" if binding.options else ""
-        return f"feed:{os.path.abspath(binding.path)}{query}"
+        return f"feed:{ckfs.absolute(binding.path)}{query}"
     if isinstance(binding, FileInput):
         query = f"?{urlencode(binding.options)}" if binding.options else ""
-        return f"{binding.fmt}:{os.path.abspath(binding.path)}{query}"
+        return f"{binding.fmt}:{ckfs.absolute(binding.path)}{query}"
     if isinstance(binding, FileOutput):
-        return f"{binding.fmt}:{os.path.abspath(binding.path)}"
+        return f"{binding.fmt}:{ckfs.absolute(binding.path)}"
     return binding.describe() if binding.describe() == "console" else None
 
 
@@ -403,9 +402,9 @@ def _missing(what: str, port: str) -> str:
 
 
 def _recorded_bindings(checkpoint: str) -> dict[str, dict[str, str]]:
-    path = os.path.join(checkpoint, "bindings.json")
-    if not os.path.exists(path):
+    """The port specs the run recorded (`record_bindings`); none for a run before them."""
+    text = ckfs.read_text(ckfs.join(checkpoint, "bindings.json"))
+    if text is None:
         return {"inputs": {}, "outputs": {}}
-    with open(path) as fh:
-        data: dict[str, dict[str, str]] = json.load(fh)
+    data: dict[str, dict[str, str]] = json.loads(text)
     return data
