@@ -115,3 +115,19 @@ def test_local_paths_need_no_jvm_and_a_uri_without_a_session_is_refused_with_the
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "hdfs://nn/ck/plan.json is on a Hadoop file system" in done.stderr and "start a SparkSession" in done.stderr
+
+
+# ------------------------------------------------------------------ added for the remap log: append
+def test_append_extends_a_local_file_and_a_uri_is_refused_untouched(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    path = ckfs.join(ck, "log.jsonl")
+    if not ckfs.is_local(ck):
+        with pytest.raises(ValueError, match="has no append"):
+            ckfs.append(path, "a\n")
+        assert not ckfs.exists(path) and list(disk.iterdir()) == []
+        return
+    ckfs.append(path, "a\n")  # created
+    ckfs.append(path, b"b\n")
+    assert ckfs.read_text(path) == "a\nb\n" and (disk / "log.jsonl").read_bytes() == b"a\nb\n"
+    with pytest.raises(FileNotFoundError):  # its directory is not created
+        ckfs.append(ckfs.join(ck, "nope", "log.jsonl"), "a\n")

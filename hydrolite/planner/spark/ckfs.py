@@ -234,3 +234,18 @@ def _hadoop(path: str) -> _Hadoop:
 def _cached(spark: Any, root: str) -> _Hadoop:
     sc: Any = spark.sparkContext
     return _Hadoop(sc._jvm, sc._jsc.hadoopConfiguration(), root)
+
+
+# ------------------------------------------------------------------ added for the remap log (remap.py, offsets.py)
+def append(path: str, data: bytes | str) -> None:
+    """Append `data` to a local file, creating it (not its directory) when missing.
+
+    The remap log appends one line per micro-batch to a local checkpoint: one write, no
+    rename, no fsync (a torn last line is tolerated by its readers). Hadoop file systems
+    offer no append a checkpoint can rely on (object stores have none at all), so a URI is
+    refused with ValueError: write whole files there (`write_atomic`).
+    """
+    if not is_local(path):
+        raise ValueError(f"hydrolite: cannot append to {path}: a Hadoop file system has no append; write whole files")
+    with open(os_path(path), "ab") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
