@@ -134,3 +134,19 @@ def test_absolute_makes_a_plain_path_absolute_and_keeps_a_uri(tmp_path: Path, mo
     assert ckfs.absolute("ck") == str(tmp_path / "ck") == ckfs.absolute(str(tmp_path / "x" / ".." / "ck"))
     for uri in ("hdfs://nn/ck", "s3a://bucket/ck/", "viewfs://t/ck", "file:///tmp/ck"):
         assert ckfs.absolute(uri) == uri
+
+
+# ------------------------------------------------------------------ added for the remap log: append
+def test_append_extends_a_local_file_and_a_uri_is_refused_untouched(root: tuple[str, Path]) -> None:
+    ck, disk = root
+    path = ckfs.join(ck, "log.jsonl")
+    if not ckfs.is_local(ck):
+        with pytest.raises(ValueError, match="has no append"):
+            ckfs.append(path, "a\n")
+        assert not ckfs.exists(path) and list(disk.iterdir()) == []
+        return
+    ckfs.append(path, "a\n")  # created
+    ckfs.append(path, b"b\n")
+    assert ckfs.read_text(path) == "a\nb\n" and (disk / "log.jsonl").read_bytes() == b"a\nb\n"
+    with pytest.raises(FileNotFoundError):  # its directory is not created
+        ckfs.append(ckfs.join(ck, "nope", "log.jsonl"), "a\n")

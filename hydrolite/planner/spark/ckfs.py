@@ -266,3 +266,18 @@ def is_file(path: str) -> bool:
     h = _hadoop(path)
     p = h.path(path)
     return bool(h.manager.exists(p) and h.fs.getFileStatus(p).isFile())
+
+
+# ------------------------------------------------------------------ added for the remap log (remap.py, offsets.py)
+def append(path: str, data: bytes | str) -> None:
+    """Append `data` to a local file, creating it (not its directory) when missing.
+
+    The remap log appends one line per micro-batch to a local checkpoint: one write, no
+    rename, no fsync (a torn last line is tolerated by its readers). Hadoop file systems
+    offer no append a checkpoint can rely on (object stores have none at all), so a URI is
+    refused with ValueError: write whole files there (`write_atomic`).
+    """
+    if not is_local(path):
+        raise ValueError(f"hydrolite: cannot append to {path}: a Hadoop file system has no append; write whole files")
+    with open(os_path(path), "ab") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -12,6 +12,9 @@ batch's offsets (and the files of file inputs) into hydrolite's own compacted re
 (`remap.py`), which covers the whole run. `read_offset_log` reads that log first and falls
 back to Spark's offset files for batches it lacks (a batch planned but not yet started, or
 a checkpoint written before the remap log existed).
+
+Every file is reached through `ckfs`, so the checkpoint may be a local directory or a
+Hadoop file system URI (`hdfs://`, `s3a://`, `viewfs://` ...).
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
+
+from . import ckfs
 from .errors import SparkRunError
-from .remap import batch_files, parse_spark_offsets, read_remap
+from .remap import batch_files, parse_spark_offsets, read_existing, read_remap
 
 __all__ = ["TickOffsets", "batch_files", "check_restart", "queries", "read_offset_log", "repair_offsets"]
 
@@ -58,14 +64,23 @@ def _fmt(offset: Any) -> str:
 
 def queries(checkpoint: str) -> list[str]:
     """The queries that have a checkpoint under `checkpoint`."""
-    if not os.path.isdir(checkpoint):
-        return []
-    return sorted(d for d in os.listdir(checkpoint) if os.path.isfile(os.path.join(checkpoint, d, "hydrolite.json")))
+    out = []
+    for d in ckfs.list_names(checkpoint):  # [] when there is no such directory
+        record = ckfs.join(checkpoint, d, "hydrolite.json")
+        if ckfs.exists(record) and not ckfs.is_dir(record):
+            out.append(d)
+    return out
 
 
 def numbered(directory: str) -> list[int]:
     """The numbered files of a Spark log directory (offsets/, commits/), in order."""
-    return sorted(int(f) for f in os.listdir(directory) if f.isdigit()) if os.path.isdir(directory) else []
+    return sorted(int(f) for f in ckfs.list_names(directory) if f.isdigit())
+
+
+def _input_names(qdir: str) -> list[str]:
+    """The query's inputs, in Spark's source order (its `hydrolite.json`)."""
+    names: list[str] = json.loads(read_existing(ckfs.join(qdir, "hydrolite.json")))["inputs"]
+    return names
 
 
 def read_offset_log(checkpoint: str, query: str | None = None) -> list[TickOffsets]:
@@ -78,20 +93,19 @@ def read_offset_log(checkpoint: str, query: str | None = None) -> list[TickOffse
     for q in queries(checkpoint):
         if query is not None and q != query:
             continue
-        qdir = os.path.join(checkpoint, q)
-        with open(os.path.join(qdir, "hydrolite.json")) as fh:
-            names: list[str] = json.load(fh)["inputs"]
+        qdir = ckfs.join(checkpoint, q)
+        names = _input_names(qdir)
         ends: dict[int, dict[str, Any]] = {}
         files: dict[int, dict[str, list[str]]] = {}
         for b, entry in read_remap(qdir).items():
             ends[b] = {name: entry.ends.get(name) for name in names}
             files[b] = entry.files
-        log = os.path.join(qdir, "spark", "offsets")
+        log = ckfs.join(qdir, "spark", "offsets")
         for b in numbered(log):
             if b not in ends:
-                line = parse_spark_offsets(os.path.join(log, str(b)))
+                line = parse_spark_offsets(ckfs.join(log, str(b)))
                 ends[b] = {name: line[i] if i < len(line) else None for i, name in enumerate(names)}
-        commits = numbered(os.path.join(qdir, "spark", "commits"))
+        commits = numbered(ckfs.join(qdir, "spark", "commits"))
         last_commit = commits[-1] if commits else -1
         for b in sorted(ends):
             if b - 1 in ends:
@@ -108,12 +122,15 @@ def _damage(path: str, offsets: bool) -> str | None:
     """Why Spark could not read this offset (`offsets`) or commit log file, or None if it can.
 
     Spark writes `v<N>`, a metadata JSON object, then (offset files) one JSON offset or `-`
-    per input; a file cut short by a crash or a full disk fails one of these.
+    per input; a file cut short by a crash or a full disk fails one of these. Through Hadoop,
+    a file whose checksum no longer matches it fails to read at all: unreadable, as locally.
     """
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = ckfs.read_bytes(path)
+        if data is None:
+            return "unreadable: no such file"
+        lines = data.decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, Py4JJavaError) as exc:
         return f"unreadable: {exc}"
     if not lines:
         return "empty"
@@ -134,7 +151,11 @@ def _damage(path: str, offsets: bool) -> str | None:
 
 
 def _crc(path: str) -> str:
-    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+    """The checksum file Hadoop keeps beside `path` (`dir/.name.crc`), for a path or a URI."""
+    if ckfs.is_local(path):
+        return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+    parent, name = path.rsplit("/", 1)
+    return f"{parent}/.{name}.crc"
 
 
 def check_restart(checkpoint: str, query: str) -> None:
@@ -153,12 +174,12 @@ def check_restart(checkpoint: str, query: str) -> None:
       delete it; Spark plans batch N again (nothing of it was written);
     * anything else: restore it from a backup of the checkpoint.
     """
-    qdir = os.path.join(checkpoint, query)
-    log, commit_dir = os.path.join(qdir, "spark", "offsets"), os.path.join(qdir, "spark", "commits")
+    qdir = ckfs.join(checkpoint, query)
+    log, commit_dir = ckfs.join(qdir, "spark", "offsets"), ckfs.join(qdir, "spark", "commits")
     batches, commits = numbered(log), numbered(commit_dir)
     head = f"query {query!r} cannot restart from checkpoint {checkpoint}"
     if commits:
-        path = os.path.join(commit_dir, str(commits[-1]))
+        path = ckfs.join(commit_dir, str(commits[-1]))
         why = _damage(path, offsets=False)
         if why is not None:
             raise SparkRunError(
@@ -167,7 +188,7 @@ def check_restart(checkpoint: str, query: str) -> None:
                 "(every output is idempotent by batch id)"
             )
     for b in batches[-2:][::-1]:
-        path = os.path.join(log, str(b))
+        path = ckfs.join(log, str(b))
         why = _damage(path, offsets=True)
         if why is None:
             continue
@@ -193,27 +214,28 @@ def repair_offsets(checkpoint: str) -> list[str]:
 
     The remap entry of batch N holds the offset lines Spark wrote to `offsets/N` (parsed);
     the metadata line (watermark, batch time, SQL confs) is taken from the nearest readable
-    offset file of the query — hydrolite uses neither watermarks nor the batch time.
+    offset file of the query — hydrolite uses neither watermarks nor the batch time. The file
+    is replaced whole (`ckfs.write_atomic`); locally the checksum of the damaged content
+    beside it is deleted (Spark would refuse the new content), through Hadoop the checksum
+    is rewritten with the file.
     """
     repaired: list[str] = []
     for q in queries(checkpoint):
-        qdir = os.path.join(checkpoint, q)
-        log = os.path.join(qdir, "spark", "offsets")
+        qdir = ckfs.join(checkpoint, q)
+        log = ckfs.join(qdir, "spark", "offsets")
         batches = numbered(log)
-        damaged = [b for b in batches if _damage(os.path.join(log, str(b)), offsets=True) is not None]
+        damaged = [b for b in batches if _damage(ckfs.join(log, str(b)), offsets=True) is not None]
         if not damaged:
             continue
         entries = read_remap(qdir)
-        with open(os.path.join(qdir, "hydrolite.json")) as fh:
-            names: list[str] = json.load(fh)["inputs"]
+        names = _input_names(qdir)
         readable = [b for b in batches if b not in damaged]
         for b in damaged:
             if b not in entries:
                 continue
             if readable:
                 near = min(readable, key=lambda r: abs(r - b))
-                with open(os.path.join(log, str(near))) as fh:
-                    version, meta = fh.read().splitlines()[:2]
+                version, meta = read_existing(ckfs.join(log, str(near))).splitlines()[:2]
             else:
                 version, meta = (
                     "v1",
@@ -221,11 +243,9 @@ def repair_offsets(checkpoint: str) -> list[str]:
                 )
             ends = entries[b].ends
             lines = ["-" if ends.get(nm) is None else json.dumps(ends[nm], separators=(",", ":")) for nm in names]
-            path = os.path.join(log, str(b))
-            with open(path + ".repair.tmp", "w") as fh:
-                fh.write("\n".join([version, meta, *lines]))
-            os.replace(path + ".repair.tmp", path)
-            if os.path.exists(_crc(path)):  # the checksum of the damaged content
-                os.remove(_crc(path))
+            path = ckfs.join(log, str(b))
+            ckfs.write_atomic(path, "\n".join([version, meta, *lines]))
+            if ckfs.is_local(path):  # the checksum of the damaged content
+                ckfs.remove(_crc(path))
             repaired.append(path)
     return repaired

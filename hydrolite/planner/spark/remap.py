@@ -26,14 +26,24 @@ Layout (JSON lines, one entry per line):
   level, so a run of N batches keeps O(FANOUT * log N) files and rewrites each entry
   O(log N) times. Nothing is ever dropped.
 
+* `<batch>.entry.jsonl` — on a Hadoop file system (a checkpoint URI: `hdfs://`, `s3a://`
+  ...), which has no append, the newest batches are one file each, written whole
+  (`ckfs.write_atomic`) instead of a live segment; a replay rewrites its batch's file. They
+  are sealed and merged exactly like the live segment's entries. A local checkpoint keeps
+  the live segment (one append per batch, no rename); readers and the writer accept both
+  layouts in one directory, so a checkpoint copied between the two still reads and grows.
+
+Every file is reached through `ckfs`, so the log lives wherever the checkpoint does.
 A crash between writing a merged segment and deleting its inputs leaves covered files
 behind; readers dedupe by batch id (entries for one batch id are identical) and the writer
 deletes covered files when it opens the log. A torn last line of the live segment (a crash
-mid-append, before the batch's outputs) is ignored by readers and cut by the writer.
+mid-append, before the batch's outputs) is ignored by readers and cut by the writer; so is
+a torn newest `.entry.jsonl` file (a file system whose writes are not whole).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -41,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from . import ckfs
 from .errors import SparkRunError
 
 SEAL_EVERY = 100  # entries per sealed level-0 segment
@@ -48,6 +59,9 @@ FANOUT = 10  # sealed segments of one level merged into one of the next level
 FORMAT_VERSION = 1
 _SEALED = re.compile(r"^(\d{12})-(\d{12})\.L(\d+)\.jsonl$")
 _LIVE = re.compile(r"^(\d{12})\.live\.jsonl$")
+_ENTRY = re.compile(r"^(\d{12})\.entry\.jsonl$")
+_CHECKSUM = re.compile(r"^\..*\.crc$")  # Hadoop's checksum beside a file it wrote
+SEALED, LIVE, ENTRY = 0, 1, 2  # kinds of remap files, in reading order for one first batch
 
 
 @dataclass(frozen=True)
@@ -74,10 +88,22 @@ class RemapEntry:
 
 
 # ------------------------------------------------------------------ Spark's own logs
+def read_existing(path: str) -> str:
+    """A file's text (local path or URI) that must be there: FileNotFoundError if it is not."""
+    text = ckfs.read_text(path)
+    if text is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    return text
+
+
 def parse_spark_offsets(path: str) -> list[Any]:
     """The end offsets in Spark's `offsets/<b>` file, one per source (None for `-`)."""
-    with open(path) as fh:
-        lines = fh.read().splitlines()
+    return offset_lines(read_existing(path))
+
+
+def offset_lines(text: str) -> list[Any]:
+    """The end offsets in the text of a Spark `offsets/<b>` file (see `parse_spark_offsets`)."""
+    lines = text.splitlines()
     return [None if line.strip() in ("", "-") else json.loads(line) for line in lines[2:]]  # version, metadata, offsets
 
 
@@ -90,10 +116,10 @@ def _log_offset(offset: Any) -> int:
     return int(offset)
 
 
-def _read_source_log(path: str, log_offset: int) -> list[tuple[str, int]]:
-    """(path URI, modification time ms) of the files Spark's file source logged for `log_offset`."""
-    with open(path) as fh:
-        lines = fh.read().split("\n")
+def _read_source_log(path: str, text: str, log_offset: int) -> list[tuple[str, int]]:
+    """(path URI, modification time ms) of the files Spark's file source logged for `log_offset`
+    in its log file `path`, whose content is `text`."""
+    lines = text.split("\n")
     if not lines or lines[0] != "v1":
         raise SparkRunError(
             f"Spark's file source log {path} has an unknown version line {lines[0][:40] if lines else ''!r}"
@@ -114,18 +140,20 @@ def source_files(source_dir: str, log_offset: int) -> list[tuple[str, int]]:
     `<n>.compact` holding every entry so far; older plain files may then be deleted, so an
     entry missing as a plain file is in the first compact file at or after it.
     """
-    plain = os.path.join(source_dir, str(log_offset))
+    plain = ckfs.join(source_dir, str(log_offset))
     for path in (plain, plain + ".compact"):
-        if os.path.exists(path):
-            return _read_source_log(path, log_offset)
-    names = os.listdir(source_dir) if os.path.isdir(source_dir) else []
+        text = ckfs.read_text(path)
+        if text is not None:
+            return _read_source_log(path, text, log_offset)
+    names = ckfs.list_names(source_dir)
     later = sorted(
         int(nm[: -len(".compact")]) for nm in names if nm.endswith(".compact") and nm[: -len(".compact")].isdigit()
     )
     later = [c for c in later if c >= log_offset]
     if not later:
         raise SparkRunError(f"Spark's file source log {source_dir} has no entry for its batch {log_offset}")
-    return _read_source_log(os.path.join(source_dir, f"{later[0]}.compact"), log_offset)
+    path = ckfs.join(source_dir, f"{later[0]}.compact")
+    return _read_source_log(path, read_existing(path), log_offset)
 
 
 def local_path(uri: str) -> str:
@@ -167,40 +195,53 @@ URI_EMPTY_AUTHORITY = r"^([A-Za-z][A-Za-z0-9+.\-]*):///"  # also used as a Spark
 
 # ------------------------------------------------------------------ reading
 def _segments(remap_dir: str) -> list[tuple[int, int, int, str]]:
-    """(first batch, kind: 0 sealed / 1 live, level, file name) of every segment, in reading order."""
+    """(first batch, kind: SEALED / LIVE / ENTRY, level, file name) of every remap file, in reading order."""
     out: list[tuple[int, int, int, str]] = []
-    if not os.path.isdir(remap_dir):
-        return out
-    for name in os.listdir(remap_dir):
+    for name in ckfs.list_names(remap_dir):
         m = _SEALED.match(name)
         if m:
-            out.append((int(m.group(1)), 0, int(m.group(3)), name))
+            out.append((int(m.group(1)), SEALED, int(m.group(3)), name))
             continue
-        m = _LIVE.match(name)
+        m = _LIVE.match(name) or _ENTRY.match(name)
         if m:
-            out.append((int(m.group(1)), 1, 0, name))
+            out.append((int(m.group(1)), LIVE if m.re is _LIVE else ENTRY, 0, name))
     return sorted(out)
 
 
-def _read_segment(path: str, live: bool) -> list[RemapEntry]:
-    with open(path) as fh:
-        text = fh.read()
-    lines = text.split("\n")
+def _may_be_torn(segments: list[tuple[int, int, int, str]]) -> set[str]:
+    """The files a crash can leave with a torn last line: the live segment (mid-append) and
+    the newest entry file (a file system whose writes are not whole). Every other file was
+    complete before a later batch started."""
+    entries = [name for _first, kind, _level, name in segments if kind == ENTRY]
+    return {name for _first, kind, _level, name in segments if kind == LIVE} | set(entries[-1:])
+
+
+def _read_segment(remap_dir: str, name: str, torn_ok: bool) -> list[RemapEntry]:
+    """The entries of one remap file; a torn last line is dropped when `torn_ok`, else refused."""
+    path = ckfs.join(remap_dir, name)
+    lines = read_existing(path).split("\n")
     if lines[-1] == "":
         lines.pop()
-    elif live:
-        lines.pop()  # a torn append: that batch never got past its first step and will be replayed
+    elif torn_ok:
+        lines.pop()  # a torn write: that batch never got past its first step and will be replayed
     else:
-        raise SparkRunError(f"sealed remap segment {path} does not end with a newline")
-    return [RemapEntry.from_json(line) for line in lines]
+        what = "sealed remap segment" if _SEALED.match(name) else "remap entry file (not the newest)"
+        raise SparkRunError(f"{what} {path} does not end with a newline")
+    entries = [RemapEntry.from_json(line) for line in lines]
+    single = _ENTRY.match(name)
+    if single and entries and [e.batch_id for e in entries] != [int(single.group(1))]:
+        raise SparkRunError(f"remap entry file {path} does not hold exactly the entry of batch {int(single.group(1))}")
+    return entries
 
 
 def read_remap(query_dir: str) -> dict[int, RemapEntry]:
     """Every entry of a query's remap log, by batch id (ascending)."""
-    remap_dir = os.path.join(query_dir, "remap")
+    remap_dir = ckfs.join(query_dir, "remap")
+    segments = _segments(remap_dir)
+    torn_ok = _may_be_torn(segments)
     out: dict[int, RemapEntry] = {}
-    for _first, kind, _level, name in _segments(remap_dir):
-        for e in _read_segment(os.path.join(remap_dir, name), live=kind == 1):
+    for _first, _kind, _level, name in segments:
+        for e in _read_segment(remap_dir, name, torn_ok=name in torn_ok):
             out[e.batch_id] = e
     return dict(sorted(out.items()))
 
@@ -211,7 +252,7 @@ def batch_files(checkpoint: str, query: str, batch_id: int) -> dict[str, list[st
     Empty for a query without file inputs (feeds, rate sources). Reading these files again
     (`spark.read.json(files)`) replays exactly what the batch saw.
     """
-    entries = read_remap(os.path.join(checkpoint, query))
+    entries = read_remap(ckfs.join(checkpoint, query))
     if batch_id not in entries:
         known = f"{min(entries)}..{max(entries)}" if entries else "none"
         raise KeyError(f"query {query!r} has no remap entry for batch {batch_id} (logged batches: {known})")
@@ -220,12 +261,11 @@ def batch_files(checkpoint: str, query: str, batch_id: int) -> dict[str, list[st
 
 # ------------------------------------------------------------------ writing
 def _write_atomic(path: str, entries: list[RemapEntry]) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        fh.write("".join(e.to_json() + "\n" for e in entries))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    ckfs.write_atomic(path, "".join(e.to_json() + "\n" for e in entries))
+
+
+def _entry_name(batch_id: int) -> str:
+    return f"{batch_id:012d}.entry.jsonl"
 
 
 class RemapLog:
@@ -234,12 +274,15 @@ class RemapLog:
     def __init__(self, query_dir: str, inputs: list[str], file_inputs: dict[int, bool]) -> None:
         """`file_inputs`: index of every file input in `inputs` -> whether it reads newest files first."""
         self.query_dir = query_dir
-        self.dir = os.path.join(query_dir, "remap")
+        self.dir = ckfs.join(query_dir, "remap")
         self.inputs = inputs
         self.file_inputs = file_inputs
+        # a local checkpoint appends to its live segment; a Hadoop one writes a file per batch
+        self.appends = ckfs.is_local(query_dir)
         self._opened = False
         self._live: list[RemapEntry] = []
         self._live_name: str | None = None
+        self._single: list[RemapEntry] = []  # batches in their own `.entry.jsonl` file, in order
         self._last_sealed: RemapEntry | None = None
         # file input -> (URI, modification time ms as Spark listed it) of the last recorded batch
         self.listed: dict[str, list[tuple[str, int]]] = {}
@@ -251,11 +294,12 @@ class RemapLog:
         The URIs are Spark's own (`file:///...`), for matching `_metadata.file_path`.
         """
         self._open()
-        spark_dir = os.path.join(self.query_dir, "spark")
-        offsets_path = os.path.join(spark_dir, "offsets", str(batch_id))
-        if not os.path.exists(offsets_path):
+        spark_dir = ckfs.join(self.query_dir, "spark")
+        offsets_path = ckfs.join(spark_dir, "offsets", str(batch_id))
+        text = ckfs.read_text(offsets_path)
+        if text is None:
             raise SparkRunError(f"Spark has no offset log entry {offsets_path} for the batch it is running")
-        ends = parse_spark_offsets(offsets_path)
+        ends = offset_lines(text)
         prev = self._previous_ends(batch_id, spark_dir)
         uris: dict[int, list[str]] = {}
         files: dict[str, list[str]] = {}
@@ -265,7 +309,7 @@ class RemapLog:
             start = _log_offset(prev[i] if i < len(prev) else None)
             found: list[tuple[int, int, str, str, int]] = []
             for lo in range(start + 1, end + 1):
-                for uri, ts in source_files(os.path.join(spark_dir, "sources", str(i)), lo):
+                for uri, ts in source_files(ckfs.join(spark_dir, "sources", str(i)), lo):
                     found.append((lo, -ts if latest_first else ts, local_path(uri), uri, ts))
             found.sort()
             uris[i] = [f[3] for f in found]
@@ -284,85 +328,117 @@ class RemapLog:
         if batch_id == 0:
             return [None] * len(self.inputs)
         last = next((e for e in reversed(self._live) if e.batch_id == batch_id - 1), None)
+        if last is None:
+            last = next((e for e in reversed(self._single) if e.batch_id == batch_id - 1), None)
         if last is None and self._last_sealed is not None and self._last_sealed.batch_id == batch_id - 1:
             last = self._last_sealed
         if last is not None:
             return [last.ends.get(name) for name in self.inputs]
-        path = os.path.join(spark_dir, "offsets", str(batch_id - 1))
-        if not os.path.exists(path):
+        path = ckfs.join(spark_dir, "offsets", str(batch_id - 1))
+        text = ckfs.read_text(path)
+        if text is None:
             raise SparkRunError(
                 f"cannot tell where batch {batch_id} starts: neither {self.dir} nor Spark's offset log has batch {batch_id - 1}"
             )
-        return parse_spark_offsets(path)
+        return offset_lines(text)
 
     def _append(self, entry: RemapEntry) -> None:
-        if self._live and self._live[-1].batch_id >= entry.batch_id:  # a replay: replace, never duplicate
-            self._live = [e for e in self._live if e.batch_id < entry.batch_id]
-            assert self._live_name is not None
-            _write_atomic(os.path.join(self.dir, self._live_name), self._live)
-        elif len(self._live) >= SEAL_EVERY:  # all committed: Spark is running the next batch
+        newest = max((e.batch_id for e in (*self._live[-1:], *self._single[-1:])), default=-1)
+        if newest >= entry.batch_id:  # a replay: replace, never duplicate
+            self._drop_from(entry.batch_id)
+        elif len(self._live) + len(self._single) >= SEAL_EVERY:  # all committed: Spark is running the next batch
             self._seal()
-        if self._live_name is None:
-            self._live_name = f"{entry.batch_id:012d}.live.jsonl"
-        with open(os.path.join(self.dir, self._live_name), "a") as fh:
-            fh.write(entry.to_json() + "\n")
-        self._live.append(entry)
+        line = entry.to_json() + "\n"
+        if self.appends:
+            if self._live_name is None:
+                self._live_name = f"{entry.batch_id:012d}.live.jsonl"
+            ckfs.append(ckfs.join(self.dir, self._live_name), line)
+            self._live.append(entry)
+        else:  # written whole; a replay's file replaces the one its first run wrote
+            ckfs.write_atomic(ckfs.join(self.dir, _entry_name(entry.batch_id)), line)
+            self._single.append(entry)
+
+    def _drop_from(self, batch_id: int) -> None:
+        """Forget the entries of batches `>= batch_id` (a replay of `batch_id` writes its own)."""
+        if self._live and self._live[-1].batch_id >= batch_id:
+            self._live = [e for e in self._live if e.batch_id < batch_id]
+            assert self._live_name is not None
+            _write_atomic(ckfs.join(self.dir, self._live_name), self._live)
+        for e in self._single:
+            if e.batch_id > batch_id or (e.batch_id == batch_id and self.appends):  # else overwritten whole
+                ckfs.remove(ckfs.join(self.dir, _entry_name(e.batch_id)))
+        self._single = [e for e in self._single if e.batch_id < batch_id]
 
     def _seal(self) -> None:
-        assert self._live_name is not None
-        first, last = self._live[0].batch_id, self._live[-1].batch_id
-        _write_atomic(os.path.join(self.dir, f"{first:012d}-{last:012d}.L0.jsonl"), self._live)
-        os.remove(os.path.join(self.dir, self._live_name))
-        self._last_sealed = self._live[-1]
-        self._live, self._live_name = [], None
+        pending = sorted([*self._live, *self._single], key=lambda e: e.batch_id)
+        first, last = pending[0].batch_id, pending[-1].batch_id
+        _write_atomic(ckfs.join(self.dir, f"{first:012d}-{last:012d}.L0.jsonl"), pending)
+        # a crash below leaves files the sealed segment covers: `_open` deletes them
+        if self._live_name is not None:
+            ckfs.remove(ckfs.join(self.dir, self._live_name))
+        for e in self._single:
+            ckfs.remove(ckfs.join(self.dir, _entry_name(e.batch_id)))
+        self._last_sealed = pending[-1]
+        self._live, self._live_name, self._single = [], None, []
         self._merge()
 
     def _merge(self) -> None:
         """Merge the newest FANOUT sealed segments while they share a level."""
         while True:
-            sealed = [(f, lvl, nm) for f, kind, lvl, nm in _segments(self.dir) if kind == 0]
+            sealed = [(f, lvl, nm) for f, kind, lvl, nm in _segments(self.dir) if kind == SEALED]
             tail = sealed[-FANOUT:]
             if len(tail) < FANOUT or len({lvl for _f, lvl, _nm in tail}) != 1:
                 return
             merged: dict[int, RemapEntry] = {}
             for _f, _lvl, nm in tail:
-                for e in _read_segment(os.path.join(self.dir, nm), live=False):
+                for e in _read_segment(self.dir, nm, torn_ok=False):
                     merged[e.batch_id] = e
             entries = [merged[b] for b in sorted(merged)]
             name = f"{entries[0].batch_id:012d}-{entries[-1].batch_id:012d}.L{tail[0][1] + 1}.jsonl"
-            _write_atomic(os.path.join(self.dir, name), entries)
+            _write_atomic(ckfs.join(self.dir, name), entries)
             for _f, _lvl, nm in tail:
-                os.remove(os.path.join(self.dir, nm))
+                ckfs.remove(ckfs.join(self.dir, nm))
 
     # ---------------------------------------------------------- opening after a restart
     def _open(self) -> None:
-        """Load the live segment, delete files a crash left covered by newer ones, cut a torn line."""
+        """Load the unsealed entries, delete files a crash left covered by newer ones, cut a torn line."""
         if self._opened:
             return
-        os.makedirs(self.dir, exist_ok=True)
-        for name in os.listdir(self.dir):
-            if name.endswith(".tmp"):
-                os.remove(os.path.join(self.dir, name))
-        segs = _segments(self.dir)
+        ckfs.makedirs(self.dir)
+        if self.appends:
+            # an interrupted write's temporary; a checksum a Hadoop writer left, which appends would falsify.
+            # (A Hadoop file system hides both from listings and from every reader.)
+            for name in ckfs.list_names(self.dir):
+                if name.endswith(".tmp") or _CHECKSUM.match(name):
+                    ckfs.remove(ckfs.join(self.dir, name))
+        segments = _segments(self.dir)
+        torn_ok = _may_be_torn(segments)
         spans: dict[str, tuple[int, int, int]] = {}
-        for _first, kind, level, name in segs:
-            entries = _read_segment(os.path.join(self.dir, name), live=kind == 1)
+        unsealed: dict[str, list[RemapEntry]] = {}
+        last_of: dict[str, RemapEntry] = {}
+        for _first, kind, level, name in segments:
+            entries = _read_segment(self.dir, name, torn_ok=name in torn_ok)
             if entries:
-                spans[name] = (entries[0].batch_id, entries[-1].batch_id, level if kind == 0 else -1)
-            elif kind == 1:
-                os.remove(os.path.join(self.dir, name))
+                spans[name] = (entries[0].batch_id, entries[-1].batch_id, level if kind == SEALED else -1)
+                if kind == SEALED:
+                    last_of[name] = entries[-1]
+                else:
+                    unsealed[name] = entries
+            elif kind != SEALED:  # empty, or only a torn line
+                ckfs.remove(ckfs.join(self.dir, name))
         for name, (a, b, lvl) in list(spans.items()):
             if any(o != name and oa <= a and b <= ob and olvl > lvl for o, (oa, ob, olvl) in spans.items()):
-                os.remove(os.path.join(self.dir, name))
+                ckfs.remove(ckfs.join(self.dir, name))
                 del spans[name]
         live = sorted(nm for nm in spans if _LIVE.match(nm))
         if len(live) > 1:
             raise SparkRunError(f"remap log {self.dir} has several live segments: {', '.join(live)}")
         if live:
             self._live_name = live[0]
-            self._live = _read_segment(os.path.join(self.dir, live[0]), live=True)
-            _write_atomic(os.path.join(self.dir, live[0]), self._live)  # cuts a torn last line
+            self._live = unsealed[live[0]]
+            _write_atomic(ckfs.join(self.dir, live[0]), self._live)  # cuts a torn last line
+        self._single = [unsealed[nm][0] for nm in sorted(spans) if _ENTRY.match(nm)]
         sealed = sorted((spans[nm][1], nm) for nm in spans if _SEALED.match(nm))
         if sealed:
-            self._last_sealed = _read_segment(os.path.join(self.dir, sealed[-1][1]), live=False)[-1]
+            self._last_sealed = last_of[sealed[-1][1]]
         self._opened = True
