@@ -150,3 +150,42 @@ def test_append_extends_a_local_file_and_a_uri_is_refused_untouched(root: tuple[
     assert ckfs.read_text(path) == "a\nb\n" and (disk / "log.jsonl").read_bytes() == b"a\nb\n"
     with pytest.raises(FileNotFoundError):  # its directory is not created
         ckfs.append(ckfs.join(ck, "nope", "log.jsonl"), "a\n")
+
+
+# ------------------------------------------------------------------ upload_atomic / download
+# (added with the state store's snapshots on a Hadoop file system, state_remote.py)
+
+
+def test_upload_and_download_move_a_file_larger_than_a_chunk_whole(
+    root: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ck, disk = root
+    monkeypatch.setattr(ckfs, "_CHUNK", 1000)  # many chunks, and a last short one
+    data = os.urandom(4321)
+    (tmp_path / "src.bin").write_bytes(data)
+    path = ckfs.join(ck, "snap", "db.sqlite")
+    ckfs.upload_atomic(str(tmp_path / "src.bin"), path)
+    assert (disk / "snap" / "db.sqlite").read_bytes() == data
+    assert ckfs.download(path, str(tmp_path / "back.bin")) and (tmp_path / "back.bin").read_bytes() == data
+    (tmp_path / "src2.bin").write_bytes(b"replaced")
+    ckfs.upload_atomic(str(tmp_path / "src2.bin"), path)  # replaces an existing file
+    assert ckfs.read_bytes(path) == b"replaced"
+    assert ckfs.list_names(ckfs.join(ck, "snap")) == ["db.sqlite"]  # no temporary left beside it
+    (tmp_path / "empty.bin").write_bytes(b"")
+    ckfs.upload_atomic(str(tmp_path / "empty.bin"), path)
+    assert ckfs.download(path, str(tmp_path / "e.bin")) and (tmp_path / "e.bin").read_bytes() == b""
+
+
+def test_download_of_a_missing_file_is_false_and_writes_nothing(root: tuple[str, Path], tmp_path: Path) -> None:
+    ck, _disk = root
+    assert not ckfs.download(ckfs.join(ck, "nope.sqlite"), str(tmp_path / "x"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_failed_upload_leaves_the_old_file(root: tuple[str, Path], tmp_path: Path) -> None:
+    ck, _disk = root
+    path = ckfs.join(ck, "d", "db.sqlite")  # (a viewfs mount point itself takes no mkdirs)
+    ckfs.write_atomic(path, b"old")
+    with pytest.raises(FileNotFoundError):
+        ckfs.upload_atomic(str(tmp_path / "missing-source"), path)
+    assert ckfs.read_bytes(path) == b"old" and ckfs.list_names(ckfs.join(ck, "d")) == ["db.sqlite"]

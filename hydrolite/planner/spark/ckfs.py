@@ -281,3 +281,68 @@ def append(path: str, data: bytes | str) -> None:
         raise ValueError(f"hydrolite: cannot append to {path}: a Hadoop file system has no append; write whole files")
     with open(os_path(path), "ab") as fh:
         fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+# ------------------------------------------------------------------ whole files by streaming
+# (added for the state store's snapshots, state_remote.py: a SQLite file may be far larger than
+# a bytes object should be, so it moves between a local file and the checkpoint in chunks)
+
+_CHUNK = 4 << 20
+
+
+def upload_atomic(local_file: str, path: str) -> None:
+    """Copy the local file `local_file` to `path`, whole or not at all (as `write_atomic`,
+    replacing an existing file), in chunks: its size is not bounded by memory."""
+    if is_local(path):
+        local = os_path(path)
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        tmp = f"{local}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(local_file, "rb") as src, open(tmp, "wb") as dst:
+                while chunk := src.read(_CHUNK):
+                    dst.write(chunk)
+                dst.flush()
+                os.fsync(dst.fileno())
+            os.replace(tmp, local)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return
+    h = _hadoop(path)
+    p = h.path(path)
+    h.manager.mkdirs(p.getParent())
+    out = h.manager.createAtomic(p, True)
+    try:
+        with open(local_file, "rb") as src:
+            while chunk := src.read(_CHUNK):
+                out.write(bytearray(chunk))
+    except BaseException:
+        out.cancel()  # nothing of it appears at `path`
+        raise
+    out.close()  # the rename (or the PUT) happens here
+
+
+def download(path: str, local_file: str) -> bool:
+    """Copy the file at `path` to the local file `local_file` in chunks; False (and no local
+    file written) when `path` does not exist."""
+    if is_local(path):
+        try:
+            src = open(os_path(path), "rb")
+        except FileNotFoundError:
+            return False
+        with src, open(local_file, "wb") as dst:
+            while chunk := src.read(_CHUNK):
+                dst.write(chunk)
+        return True
+    h = _hadoop(path)
+    p = h.path(path)
+    if not h.manager.exists(p):
+        return False
+    stream = h.manager.open(p)
+    try:
+        with open(local_file, "wb") as dst:
+            while chunk := bytes(stream.readNBytes(_CHUNK)):  # java.io.InputStream, Java 11+
+                dst.write(chunk)
+    finally:
+        stream.close()
+    return True

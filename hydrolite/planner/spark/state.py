@@ -15,7 +15,18 @@ outputs. SQLite gives exactly that with a transaction per batch and an index on
   its previous one are deleted, so each key keeps at most two versions;
 * values are pickled Python values (the same objects the user's functions see).
 
-Limitation: the store lives on the driver's file system (a local checkpoint directory);
+Where it lives: in a local directory, the SQLite file is the store (WAL, one transaction per
+batch; nothing else is written). In a directory on a Hadoop file system (`hdfs://`, `s3a://`,
+`viewfs://` ..., via `ckfs`), SQLite runs on a private local copy (removed on `close`) and
+durability comes from files under the URI, as in Spark's HDFS-backed state store: each batch's
+writes as one change file written before `commit` returns, each delivered mark before
+`mark_delivered` returns, and every `snapshot_every` batches a snapshot of the whole database
+after which the change files it covers are removed; opening loads the newest snapshot and
+applies the later change files (`state_remote.py` has the layout and the ordering
+guarantees). Opening such a store on a new driver costs reading one snapshot and up to
+`snapshot_every` change files.
+
+Limitation: the state is read and written by the driver (whatever file system holds it);
 keyed state therefore has to fit through the driver per batch.
 """
 
@@ -25,9 +36,13 @@ import os
 import pickle
 import shutil
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from . import ckfs
+from .state_remote import RemoteFiles, Writes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state (
@@ -46,33 +61,80 @@ def key_bytes(key: Any) -> bytes:
 
 
 class StateStore:
-    """The versioned state of one query."""
+    """The versioned state of one query, in a local directory or under a Hadoop file system
+    URI (then `snapshot_every` batches' change files are kept between snapshots)."""
 
-    def __init__(self, directory: str) -> None:
-        os.makedirs(directory, exist_ok=True)
-        self.directory = directory
+    def __init__(self, directory: str, snapshot_every: int = 50) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            os.path.join(directory, "state.sqlite"), check_same_thread=False, isolation_level=None
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._remote: RemoteFiles | None = None
+        self._workdir: str | None = None
+        if ckfs.is_local(directory):
+            self.directory = ckfs.os_path(directory)
+            os.makedirs(self.directory, exist_ok=True)
+            self._db = _connect(os.path.join(self.directory, "state.sqlite"), "NORMAL")
+            return
+        self.directory = directory
+        self._workdir = tempfile.mkdtemp(prefix="hydrolite-state-")
+        try:
+            self._remote = RemoteFiles(directory, snapshot_every)
+            db_file = os.path.join(self._workdir, "state.sqlite")
+            self._remote.download_snapshot(db_file)
+            self._db = _connect(db_file, "OFF")  # a working copy: the files under the URI are durable
+            try:
+                self._load_remote(self._remote)
+            except BaseException:
+                self._db.close()
+                raise
+        except BaseException:
+            shutil.rmtree(self._workdir)
+            raise
+
+    def _load_remote(self, remote: RemoteFiles) -> None:
+        """Bring the downloaded snapshot up to date: the later change files in batch order,
+        then every delivered mark in batch order (with the SQL of `_commit` and
+        `mark_delivered`, so pruning is the same)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            remote.snapshot_delivered_max = _delivered_max(db)
+            for batch, writes in remote.changes_to_apply():
+                _apply_writes(db, batch, writes)
+            for batch, sinks in remote.delivered_marks():
+                for sink in sinks:
+                    _apply_mark(db, sink, batch)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def begin(self, batch_id: int) -> BatchState:
         """Start batch `batch_id`: forget anything a failed attempt of it (or later) wrote."""
         with self._lock:
             self._db.execute("DELETE FROM state WHERE version >= ?", (batch_id,))
             self._db.execute("DELETE FROM delivered WHERE batch > ?", (batch_id,))
+            if self._remote is not None:
+                self._remote.roll_back(batch_id, self._copy_db)
         return BatchState(self, batch_id)
 
     def blob_dir(self, node: str, batch_id: int) -> str:
-        """A directory for bulk state of `node` at `batch_id` (deferred streams)."""
+        """A directory for bulk state of `node` at `batch_id` (deferred streams); a URI under
+        the store's directory when that is one (Spark writes and reads it)."""
+        if self._remote is not None:
+            return ckfs.join(self.directory, "blobs", node.replace(":", "_"), str(batch_id))
         return os.path.join(self.directory, "blobs", node.replace(":", "_"), str(batch_id))
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir)
+                self._workdir = None
+
+    def _copy_db(self, target: str) -> int:
+        """A consistent copy of the database in the new file `target` (called with the lock
+        held, outside a transaction); its newest delivered batch."""
+        self._db.execute("VACUUM INTO ?", (target,))
+        return _delivered_max(self._db)
 
     # ------------------------------------------------------------- sinks delivered once
     def delivered(self, sink: str, batch_id: int) -> bool:
@@ -81,9 +143,13 @@ class StateStore:
         return row is not None
 
     def mark_delivered(self, sink: str, batch_id: int) -> None:
+        """Record that `sink` ran for `batch_id` (durable when this returns: under a URI, its
+        batch's delivered file is written first)."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO delivered VALUES (?, ?)", (sink, batch_id))
-            self._db.execute("DELETE FROM delivered WHERE sink=? AND batch < ?", (sink, batch_id - 100))
+            if self._remote is not None:
+                rows = self._db.execute("SELECT sink FROM delivered WHERE batch=?", (batch_id,)).fetchall()
+                self._remote.record_delivered(batch_id, sorted({r[0] for r in rows} | {sink}))
+            _apply_mark(self._db, sink, batch_id)
 
     # ------------------------------------------------------------- reads (as of before `batch`)
     def _get(self, node: str, key: bytes, batch: int) -> Any:
@@ -108,30 +174,63 @@ class StateStore:
             if v is not None:
                 yield k, pickle.loads(v)
 
-    def _commit(self, batch: int, writes: dict[tuple[str, bytes], bytes | None]) -> None:
+    def _commit(self, batch: int, writes: Writes) -> None:
         with self._lock:
             db = self._db
+            if self._remote is not None and writes:
+                self._remote.record_changes(batch, writes)  # durable before the local commit returns
             db.execute("BEGIN")
             try:
-                for (node, key), value in writes.items():
-                    db.execute("INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?)", (node, key, batch, value))
-                    db.execute(
-                        "DELETE FROM state WHERE node=? AND key=? AND version < ("
-                        " SELECT MAX(version) FROM state WHERE node=? AND key=? AND version<?)",
-                        (node, key, node, key, batch),
-                    )
+                _apply_writes(db, batch, writes)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            if self._remote is not None and self._remote.snapshot_due():
+                self._remote.snapshot(batch + 1, self._copy_db)
+                self._remote.forget_before(batch + 1)
         self._prune_blobs(batch, [n for (n, k), v in writes.items() if k == b"__blob__"])
 
     def _prune_blobs(self, batch: int, nodes: list[str]) -> None:
         for node in nodes:
+            if self._remote is not None:
+                self._remote.prune_blobs(ckfs.join(self.directory, "blobs", node.replace(":", "_")), batch)
+                continue
             base = os.path.dirname(self.blob_dir(node, batch))
             for name in os.listdir(base) if os.path.isdir(base) else []:
                 if name.isdigit() and int(name) < batch - 1:
                     shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def _connect(db_file: str, synchronous: str) -> sqlite3.Connection:
+    db = sqlite3.connect(db_file, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
+    db.executescript(_SCHEMA)
+    return db
+
+
+def _apply_writes(db: sqlite3.Connection, batch: int, writes: Writes) -> None:
+    """Write version `batch` of each written key and keep only its previous version besides
+    (inside the caller's transaction)."""
+    for (node, key), value in writes.items():
+        db.execute("INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?)", (node, key, batch, value))
+        db.execute(
+            "DELETE FROM state WHERE node=? AND key=? AND version < ("
+            " SELECT MAX(version) FROM state WHERE node=? AND key=? AND version<?)",
+            (node, key, node, key, batch),
+        )
+
+
+def _apply_mark(db: sqlite3.Connection, sink: str, batch: int) -> None:
+    """Mark `sink` delivered for `batch`; its marks 100 batches older are dropped."""
+    db.execute("INSERT OR REPLACE INTO delivered VALUES (?, ?)", (sink, batch))
+    db.execute("DELETE FROM delivered WHERE sink=? AND batch < ?", (sink, batch - 100))
+
+
+def _delivered_max(db: sqlite3.Connection) -> int:
+    row = db.execute("SELECT MAX(batch) FROM delivered").fetchone()
+    return -1 if row is None or row[0] is None else int(row[0])
 
 
 class BatchState:
