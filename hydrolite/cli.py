@@ -101,7 +101,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .planner.spark.lock import checkpoint_dir
         from .planner.spark.upgrade import reconcile
 
-        against = checkpoint_dir(args.against)  # a URI is refused as `run` refuses it
+        against = checkpoint_dir(args.against)
         if not _checkpoint_found(against, args.master):
             raise SystemExit(f"hydrolite: error: --against {args.against}: no such checkpoint directory")
         recon = reconcile(plan, against, args.reset_state)
@@ -141,7 +141,8 @@ def cmd_offsets(args: argparse.Namespace) -> int:
     from .planner.spark.lock import checkpoint_dir
     from .planner.spark.offsets import read_offset_log, repair_offsets
 
-    checkpoint = checkpoint_dir(args.checkpoint)  # a URI is refused as `run` refuses it
+    checkpoint = checkpoint_dir(args.checkpoint)
+    _checkpoint_found(checkpoint, None)  # a URI is read through Spark: its session first
     if args.repair:
         repaired = repair_offsets(checkpoint)
         for path in repaired:
@@ -214,9 +215,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     checkpoint = checkpoint_dir(args.checkpoint or os.path.join(".hydrolite", flow.name))
     conf = _pairs(args.conf, "--conf")
     print(f"hydrolite: running {flow.name!r} on {args.master or 'local[*]'}; checkpoint {checkpoint}")
-    lock = CheckpointLock(checkpoint)  # one runner per checkpoint, before anything is written
+    # one runner per checkpoint, before anything is written (and before Spark starts, for a
+    # local one; a lease on a Hadoop file system is taken through Spark)
+    lock = CheckpointLock(checkpoint) if ckfs.is_local(checkpoint) else None
     spark = spark_session(args.master, conf, verbose=args.verbose)
+    lock = lock or CheckpointLock(checkpoint)
     unbound = sorted(p for p in flow.sources if p not in inputs)
+    if unbound and not ckfs.is_local(checkpoint):
+        lock.release()
+        raise SystemExit(
+            f"hydrolite: error: no input bound for {', '.join(unbound)}: demo data is written as feeds under the "
+            f"checkpoint, and a feed must be a local directory, not {checkpoint}\n"
+            "  fix: bind each with --input port=SPEC (e.g. parquet:s3a://bucket/in), or use a local --checkpoint"
+        )
     if unbound:
         inputs.update(_demo_feeds(module, plan, unbound, ckfs.join(checkpoint, "demo-inputs")))
         print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")
@@ -287,7 +298,7 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     from .planner.spark.verify import verify_run
 
     _, flow = load_program(args.program)
-    checkpoint = checkpoint_dir(args.checkpoint)  # a URI is refused as `run` refuses it
+    checkpoint = checkpoint_dir(args.checkpoint)
     if not _checkpoint_found(checkpoint, args.master):
         raise SystemExit(f"hydrolite: no such checkpoint directory: {args.checkpoint}")
     spark = spark_session(args.master, {})

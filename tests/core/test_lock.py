@@ -104,32 +104,6 @@ def test_a_checkpoint_is_a_path_a_file_uri_or_a_hadoop_uri_and_the_root_of_a_fil
     assert sorted(os.listdir(tmp_path)) == ["d"]
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["offsets", "hdfs://nn/ck"],
-        ["offsets", "--repair", "s3a://bucket/ck"],
-        ["plan", "examples/counter.py", "--against", "hdfs://nn/ck"],
-        ["verify-run", "examples/counter.py", "hdfs:///ck"],
-    ],
-)
-def test_the_commands_that_read_a_checkpoint_refuse_a_uri_as_run_does(
-    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`offsets`, `plan --against` and `verify-run` name a checkpoint as `run` does: a Hadoop
-    URI gets the same error and fix (not "no offset log" or "no such directory"), and nothing
-    is created under the current directory."""
-    from hydrolite.cli import main
-
-    root = Path(__file__).resolve().parents[2]
-    argv = [str(root / a) if a.startswith("examples/") else a for a in argv]
-    monkeypatch.chdir(tmp_path)
-    assert main(argv) == 1
-    err = capsys.readouterr().err
-    assert "[HL-CHECKPOINT-PATH]" in err and "fix: pass a local directory" in err, err
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_offsets_takes_a_file_uri_as_its_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from hydrolite.cli import main
 

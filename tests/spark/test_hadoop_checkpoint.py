@@ -19,6 +19,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from examples import counter, kvstore
+from hydrolite.cli import main
 from hydrolite.planner.spark import ckfs
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
@@ -32,6 +33,7 @@ from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
 from tests.spark.test_operators import two_ticks
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _kv(spark: SparkSession, d: Path, ck: str, keyed_state: str, fault: Any = None) -> FlowRunner:
@@ -87,7 +89,9 @@ def test_a_crash_resumes_from_the_hadoop_checkpoint_alone(
     assert _responses(tmp_path) == EXPECTED
 
 
-def test_the_counter_resumes_from_a_hadoop_checkpoint(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_counter_resumes_from_a_hadoop_checkpoint_and_the_cli_reads_it(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The counter's count is driver state: a second runner on the same Hadoop checkpoint
     continues it, and the offset log reads back through the URI."""
     disk = tmp_path / "disk"
@@ -113,6 +117,15 @@ def test_the_counter_resumes_from_a_hadoop_checkpoint(spark: SparkSession, tmp_p
     ticks = read_offset_log(ck)
     assert [(t.query, t.batch_id, t.committed) for t in ticks] == [("tick0", b, True) for b in range(3)]
     assert ticks[2].inputs == {"increment": ({"entries": 1}, {"entries": 2}), "query": ({"entries": 1}, {"entries": 2})}
+    # the commands that read a checkpoint take the URI as `run` does (the session: the test's own)
+    monkeypatch.setattr("hydrolite.planner.spark.session.spark_session", lambda *a, **k: spark)
+    assert main(["offsets", ck]) == 0
+    out = capsys.readouterr().out
+    assert 'tick0 batch 2 [committed] increment: {"entries":1} -> {"entries":2}' in out
+    assert main(["plan", str(ROOT / "examples" / "counter.py"), "--against", ck]) == 0
+    assert main(["offsets", ck + "/elsewhere"]) == 1
+    assert f"no offset log under {ck}/elsewhere" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "disk") and not any(n.endswith(":") for n in os.listdir(tmp_path))
 
 
 def test_a_query_that_reads_a_feed_under_the_checkpoint_is_refused_before_anything_runs(
