@@ -153,13 +153,13 @@ def test_keyed_store_answers_the_newest_put_of_a_batch(spark: SparkSession, tmp_
 
 
 # ------------------------------------------------------------------ (B) the remap log
-def stored_batch_ids(query_dir: str) -> list[int]:
-    """Every entry line in every remap segment file (duplicates included)."""
+def stored_batch_ids(query_dir: str | Path) -> list[int]:
+    """Every entry line in every remap file of a query (duplicates included; the hidden
+    checksum files Hadoop writes beside a file left out)."""
     out: list[int] = []
-    d = os.path.join(query_dir, "remap")
-    for name in os.listdir(d):
-        with open(os.path.join(d, name)) as fh:
-            out.extend(json.loads(line)["batch"] for line in fh if line.strip())
+    for p in Path(query_dir, "remap").iterdir():
+        if not p.name.startswith("."):
+            out.extend(json.loads(line)["batch"] for line in p.read_text().splitlines() if line.strip())
     return sorted(out)
 
 

@@ -37,6 +37,7 @@ from hydrolite.planner.spark.offsets import (
 from hydrolite.planner.spark.remap import RemapLog, parse_spark_offsets, read_remap, source_files
 from hydrolite.planner.spark.runtime import FlowRunner
 from tests.spark.test_ckfs import viewfs_mount
+from tests.spark.test_input_order_remap import stored_batch_ids
 
 pytestmark = pytest.mark.spark
 
@@ -68,15 +69,6 @@ def run_local(spark: SparkSession, tmp_path: Path) -> list[int]:
         run.start(once=True)
         run.await_termination()
         return list(run.memory("out").values())
-
-
-def stored_batch_ids(remap_dir: Path) -> list[int]:
-    """Every entry line in every remap file on disk (duplicates included; Hadoop's hidden files left out)."""
-    out: list[int] = []
-    for p in remap_dir.iterdir():
-        if not p.name.startswith("."):
-            out.extend(json.loads(line)["batch"] for line in p.read_text().splitlines() if line.strip())
-    return sorted(out)
 
 
 # ------------------------------------------------------------------ a real run's local checkpoint, through viewfs
@@ -181,7 +173,7 @@ def test_the_writer_on_a_uri_writes_a_file_per_batch_seals_merges_replays_and_su
     assert len(names) <= 7, names
     entries = read_remap(uri)
     assert list(entries) == list(range(21)) and read_remap(str(qdir)) == entries
-    assert stored_batch_ids(rdir) == list(range(21))  # each batch stored once
+    assert stored_batch_ids(rdir.parent) == list(range(21))  # each batch stored once
     assert entries[18].ends == {"x": {"entries": 999}, "f": {"logOffset": 18}}  # the replay's entry
     assert entries[17].ends == {"x": {"entries": 18}, "f": {"logOffset": 17}}
     assert entries[4].files == {"f": ["/d/a4.json", "/d/b4.json"]}
@@ -196,7 +188,7 @@ def test_the_writer_on_a_uri_writes_a_file_per_batch_seals_merges_replays_and_su
     restarted = RemapLog(uri, ["x", "f"], {1: False})
     restarted.record(21)
     assert read_remap(uri) == read_remap(str(qdir)) and list(read_remap(uri)) == list(range(22))
-    assert stored_batch_ids(rdir) == list(range(22))  # torn and covered files are gone
+    assert stored_batch_ids(rdir.parent) == list(range(22))  # torn and covered files are gone
     assert sorted(n for n in os.listdir(rdir) if not n.startswith(".")) == [
         "000000000000-000000000011.L2.jsonl",
         "000000000012-000000000017.L1.jsonl",
@@ -217,5 +209,5 @@ def test_the_writer_on_a_uri_writes_a_file_per_batch_seals_merges_replays_and_su
     # Hadoop's checksums (appends would falsify them) and its temporary are gone
     assert not any(n.endswith((".crc", ".tmp")) for n in os.listdir(rdir)), os.listdir(rdir)
     assert read_remap(uri) == read_remap(str(qdir)) and list(read_remap(uri)) == list(range(23))
-    assert stored_batch_ids(rdir) == list(range(23))
+    assert stored_batch_ids(rdir.parent) == list(range(23))
     assert [b for b, _ in read_remap(uri).items() if b >= 18] == [18, 19, 20, 21, 22]

@@ -72,15 +72,20 @@ def read_bytes(path: str) -> bytes | None:
                 return fh.read()
         except FileNotFoundError:
             return None
-    h = _hadoop(path)
-    p = h.path(path)
-    if not h.manager.exists(p):
+    h, stream = _open_remote(path)
+    if stream is None:
         return None
-    stream = h.manager.open(p)
     try:
         return bytes(h.jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
     finally:
         stream.close()
+
+
+def _open_remote(path: str) -> tuple[_Hadoop, Any]:
+    """The file system of a URI and an input stream of the file (None when it does not exist)."""
+    h = _hadoop(path)
+    p = h.path(path)
+    return h, (h.manager.open(p) if h.manager.exists(p) else None)
 
 
 def read_text(path: str) -> str | None:
@@ -310,7 +315,7 @@ def upload_atomic(local_file: str, path: str) -> None:
         return
     h = _hadoop(path)
     p = h.path(path)
-    h.manager.mkdirs(p.getParent())
+    h.mkdirs(p.getParent())
     out = h.manager.createAtomic(p, True)
     try:
         with open(local_file, "rb") as src:
@@ -334,11 +339,9 @@ def download(path: str, local_file: str) -> bool:
             while chunk := src.read(_CHUNK):
                 dst.write(chunk)
         return True
-    h = _hadoop(path)
-    p = h.path(path)
-    if not h.manager.exists(p):
+    _h, stream = _open_remote(path)
+    if stream is None:
         return False
-    stream = h.manager.open(p)
     try:
         with open(local_file, "wb") as dst:
             while chunk := bytes(stream.readNBytes(_CHUNK)):  # java.io.InputStream, Java 11+

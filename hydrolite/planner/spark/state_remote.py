@@ -47,6 +47,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from . import ckfs
 
@@ -99,26 +100,23 @@ class RemoteFiles:
     def changes_to_apply(self) -> Iterator[tuple[int, Writes]]:
         """(batch, writes) of every change file from the newest snapshot on, in batch order."""
         for b in sorted(c for c in self.changes if c >= self.newest_snapshot()):
-            path = self._path("changes", b, "pkl")
-            data = ckfs.read_bytes(path)
-            if data is None:
-                raise RuntimeError(f"hydrolite: the state change file {path} was listed, then gone")
-            record = pickle.loads(data)
-            if record.get("v") != _FORMAT or record.get("batch") != b:
-                raise RuntimeError(f"hydrolite: {path} is not a state change file of batch {b} (format {_FORMAT})")
-            yield b, dict(record["writes"])
+            yield b, dict(self._record("changes", b, "pkl", pickle.loads)["writes"])
 
     def delivered_marks(self) -> Iterator[tuple[int, list[str]]]:
         """(batch, sinks) of every delivered file, in batch order."""
         for b in sorted(self.delivered):
-            path = self._path("delivered", b, "json")
-            text = ckfs.read_text(path)
-            if text is None:
-                raise RuntimeError(f"hydrolite: the delivered-sinks file {path} was listed, then gone")
-            record = json.loads(text)
-            if record.get("v") != _FORMAT or record.get("batch") != b:
-                raise RuntimeError(f"hydrolite: {path} is not a delivered-sinks file of batch {b} (format {_FORMAT})")
-            yield b, list(record["sinks"])
+            yield b, list(self._record("delivered", b, "json", json.loads)["sinks"])
+
+    def _record(self, sub: str, batch: int, ext: str, parse: Callable[[bytes], Any]) -> dict[str, Any]:
+        """The record in a listed change or delivered file, checked to be of `batch` and this format."""
+        path = self._path(sub, batch, ext)
+        data = ckfs.read_bytes(path)
+        if data is None:
+            raise RuntimeError(f"hydrolite: the state file {path} was listed, then gone")
+        record = parse(data)
+        if not isinstance(record, dict) or record.get("v") != _FORMAT or record.get("batch") != batch:
+            raise RuntimeError(f"hydrolite: {path} is not a state {sub} file of batch {batch} (format {_FORMAT})")
+        return record
 
     # ------------------------------------------------------------- per batch
     def record_changes(self, batch: int, writes: Writes) -> None:
