@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlsplit
 
 from py4j.protocol import Py4JJavaError
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # as lock.checkpoint_dir: `a:b` is a file name
 # names Spark's file managers leave beside a file: checksums and in-flight temporaries
 _HADOOP_SIDE = re.compile(r"^\..*\.crc$|^\..*\.tmp$|\.tmp$")
 
@@ -44,8 +44,8 @@ _HADOOP_SIDE = re.compile(r"^\..*\.crc$|^\..*\.tmp$|\.tmp$")
 def is_local(path: str) -> bool:
     """Whether `path` is opened with the OS: a plain path or a `file:` URI.
 
-    >>> is_local("/tmp/ck"), is_local("file:///tmp/ck"), is_local("hdfs://nn/ck")
-    (True, True, False)
+    >>> is_local("/tmp/ck"), is_local("file:///tmp/ck"), is_local("hdfs://nn/ck"), is_local("odd:name")
+    (True, True, False, True)
     """
     return path.startswith("file:") or not _SCHEME.match(path)
 
@@ -261,7 +261,7 @@ def absolute(path: str) -> str:
     >>> absolute("s3a://bucket/ck"), absolute("/tmp/ck/../ck")
     ('s3a://bucket/ck', '/tmp/ck')
     """
-    return path if _SCHEME.match(path) else os.path.abspath(path)
+    return path if _SCHEME.match(path) or path.startswith("file:") else os.path.abspath(path)
 
 
 def is_file(path: str) -> bool:
