@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from pyspark.sql import SparkSession
 from hydrolite.errors import FlowError
 from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.lock import CheckpointPathError
 from hydrolite.planner.spark.stages import SparkPlanError
 from hydrolite.planner.spark.verify import VerifyReport, verify_runner
 
@@ -49,8 +51,15 @@ def load(source: str) -> Flow:
     return flow
 
 
-def run_case(spark: SparkSession, source: str, steps: list[dict[str, list[Any]]]) -> Outcome:
-    """Run `source` on Spark with `steps` of inputs, then verify the run against the simulator."""
+def run_case(
+    spark: SparkSession,
+    source: str,
+    steps: list[dict[str, list[Any]]],
+    checkpoint: Callable[[str], str] | None = None,
+) -> Outcome:
+    """Run `source` on Spark with `steps` of inputs, then verify the run against the simulator.
+    `checkpoint(directory)` names the run's checkpoint (a Hadoop URI, say) instead of a
+    directory under the case's own; a program such a checkpoint cannot hold is "refused"."""
     try:
         flow = load(source)
     except FlowError as exc:
@@ -58,8 +67,8 @@ def run_case(spark: SparkSession, source: str, steps: list[dict[str, list[Any]]]
     directory = tempfile.mkdtemp(prefix="hl-diff-")
     try:
         try:
-            h = SparkHarness(flow, spark, directory)
-        except SparkPlanError as exc:
+            h = SparkHarness(flow, spark, directory, checkpoint=checkpoint(directory) if checkpoint else None)
+        except (SparkPlanError, CheckpointPathError) as exc:
             return Outcome("refused", str(exc))
         try:
             for step in steps:

@@ -109,6 +109,7 @@ class SparkHarness:
         directory: str | None = None,
         keyed_state: str = "executors",  # conformance covers the executor path wherever it applies
         cluster_sizes: Mapping[str, int] | None = None,
+        checkpoint: str | None = None,  # default: `checkpoint` under `directory`; may be a Hadoop URI
     ) -> None:
         self.flow = flow if isinstance(flow, Flow) else flow()
         self.plan = plan_flow(self.flow, cluster_sizes)
@@ -124,7 +125,7 @@ class SparkHarness:
         self.runner = FlowRunner(
             self.plan,
             spark=spark,
-            checkpoint=os.path.join(self.dir, "checkpoint"),
+            checkpoint=checkpoint or os.path.join(self.dir, "checkpoint"),
             inputs=inputs,
             keyed_state=keyed_state,
         )
