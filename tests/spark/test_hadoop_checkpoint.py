@@ -8,10 +8,13 @@ resume uses a fresh runner whose driver-local working files are new, as on anoth
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,8 @@ from pyspark.sql import SparkSession
 
 from examples import counter, kvstore
 from hydrolite.cli import main
-from hydrolite.planner.spark import ckfs
+from hydrolite.planner.spark import ckfs, lease
+from hydrolite.planner.spark.errors import SparkRunError
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.lock import CheckpointLock, CheckpointLockedError, CheckpointPathError
@@ -142,20 +146,42 @@ def test_a_query_that_reads_a_feed_under_the_checkpoint_is_refused_before_anythi
 
 
 # ---------------------------------------------------------------- the lease
-def test_a_lease_refuses_a_second_runner_and_is_gone_after_release(spark: SparkSession, tmp_path: Path) -> None:
+def lease_on_disk(path: Path) -> dict[str, Any]:
+    """The lease file as its holder last wrote it. Hadoop's local file system replaces a file by
+    deleting it, then renaming the new one in (HDFS renames atomically), so a read can fall
+    between the two: read again."""
+    for _ in range(50):
+        try:
+            return dict(json.loads(path.read_text()))
+        except (FileNotFoundError, ValueError):
+            time.sleep(0.02)
+    raise AssertionError(f"{path} stayed missing or torn")
+
+
+@pytest.fixture
+def quick_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renew every 0.2 s and take a lease over after 1.5 s without a renewal."""
+    monkeypatch.setattr(lease, "RENEW_SECONDS", 0.2)
+    monkeypatch.setattr(lease, "STALE_SECONDS", 1.5)
+
+
+def test_a_lease_refuses_a_second_runner_is_renewed_and_is_gone_after_release(
+    spark: SparkSession, tmp_path: Path, quick_lease: None
+) -> None:
     ck = viewfs_mount(spark, tmp_path)
     first = CheckpointLock(ck + "/")
     assert first.checkpoint == ck and (tmp_path / "LOCK").is_file()
-    with pytest.raises(CheckpointLockedError) as err:
+    with pytest.raises(CheckpointLockedError) as err:  # a live process of this host: at once
         CheckpointLock(ck)
-    text = str(err.value)
-    assert f"pid {os.getpid()}" in text and socket.gethostname() in text and f"delete {ck}/LOCK" in text
+    assert f"pid {os.getpid()}" in str(err.value) and "in use by another runner" in str(err.value)
+    time.sleep(1.0)
+    assert lease_on_disk(tmp_path / "LOCK")["renewals"] >= 2
     first.release()
     assert not (tmp_path / "LOCK").exists()
     CheckpointLock(ck).release()
 
 
-def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_over(
+def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_over_at_once(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     ck = viewfs_mount(spark, tmp_path)
@@ -163,20 +189,67 @@ def test_a_lease_left_by_a_dead_process_of_this_host_is_taken_over(
     dead = int(done.stdout)  # that process has exited
     left = f'{{"host": "{socket.gethostname()}", "pid": {dead}, "started": "then", "command": "x", "token": "t"}}'
     ckfs.write_atomic(ckfs.join(ck, "LOCK"), left)
-    lock = CheckpointLock(ck)
+    lock = CheckpointLock(ck)  # with the default 60 s staleness: no waiting here
     assert lock.previous is not None and lock.previous["pid"] == dead
-    assert "taking over the lock" in capfd.readouterr().err
-    assert f'"pid": {os.getpid()}' in (tmp_path / "LOCK").read_text()
+    assert "taking over the lease" in capfd.readouterr().err
+    assert lease_on_disk(tmp_path / "LOCK")["pid"] == os.getpid()
     lock.release()
 
 
-def test_a_lease_of_another_host_is_refused_with_how_to_clear_it(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_lease_of_another_host_is_taken_over_only_when_nobody_renews_it(
+    spark: SparkSession, tmp_path: Path, quick_lease: None, capfd: pytest.CaptureFixture[str]
+) -> None:
     ck = viewfs_mount(spark, tmp_path)
-    other = '{"host": "elsewhere.example", "pid": 1, "started": "then", "command": "hydrolite run", "token": "t"}'
-    ckfs.write_atomic(ckfs.join(ck, "LOCK"), other)
-    with pytest.raises(CheckpointLockedError, match="host elsewhere.example"):
-        CheckpointLock(ck)
-    assert (tmp_path / "LOCK").read_text() == other  # theirs, untouched
+    other = {"host": "elsewhere.example", "pid": 1, "started": "then", "command": "hydrolite run", "token": "t"}
+
+    def write(n: int) -> None:  # replaced atomically, as HDFS renames (Hadoop's local file system deletes first)
+        (tmp_path / "LOCK.new").write_text(json.dumps(other | {"renewals": n}))
+        os.replace(tmp_path / "LOCK.new", tmp_path / "LOCK")
+
+    write(0)
+    stop = threading.Event()
+
+    def renew() -> None:  # the other host's runner, alive
+        n = 0
+        while not stop.wait(0.2):
+            n += 1
+            write(n)
+
+    alive = threading.Thread(target=renew)
+    alive.start()
+    try:
+        with pytest.raises(CheckpointLockedError, match="host elsewhere.example.*renewed its lease"):
+            CheckpointLock(ck)
+    finally:
+        stop.set()
+        alive.join()
+    assert "watching it for up to 2 s" in capfd.readouterr().err
+    start = time.monotonic()
+    lock = CheckpointLock(ck)  # now nobody renews it: taken over after the staleness period
+    assert time.monotonic() - start >= 1.5
+    assert lock.previous is not None and lock.previous["host"] == "elsewhere.example"
+    assert lease_on_disk(tmp_path / "LOCK")["token"] == lock.info["token"]
+    lock.release()
+
+
+def test_a_runner_whose_lease_was_taken_over_stops_before_its_next_batch(
+    spark: SparkSession, tmp_path: Path, quick_lease: None
+) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ck = viewfs_mount(spark, disk)
+    runner = FlowRunner(kvstore.build(), spark=spark, checkpoint=ck, inputs=_feeds(tmp_path), keyed_state="driver")
+    try:
+        runner.start()
+        runner.process_all_available()
+        theirs = {"host": "elsewhere.example", "pid": 1, "started": "now", "command": "hydrolite run", "token": "x"}
+        ckfs.write_atomic(ckfs.join(ck, "LOCK"), json.dumps(theirs))  # another runner took it over
+        time.sleep(1.0)
+        with pytest.raises(SparkRunError, match="no longer holds checkpoint .*another runner took its lease"):
+            runner.process_all_available()
+    finally:
+        runner.stop()
+    assert json.loads((disk / "LOCK").read_text())["token"] == "x"  # theirs is left alone
 
 
 def test_the_root_of_a_file_system_is_refused(spark: SparkSession) -> None:

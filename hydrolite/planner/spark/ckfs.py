@@ -10,7 +10,9 @@ assume a local directory:
 * any other URI goes through Spark's own `CheckpointFileManager` over Py4J, which writes a
   file whole or not at all exactly as Spark writes its offset log (a temporary file renamed
   into place on HDFS-like file systems, a single PUT on object stores). It needs the active
-  SparkSession, which every caller has.
+  SparkSession, which every caller has. Replacing a file is atomic where the file system's
+  rename is (HDFS); Hadoop's own local file system (under `viewfs://` in the tests) deletes
+  the old file first, so a concurrent reader may briefly find none.
 
 Example::
 

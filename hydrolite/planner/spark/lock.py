@@ -13,10 +13,7 @@ On file systems without ``flock`` (some network mounts) the lock raises rather t
 pretending.
 
 A checkpoint on a Hadoop file system (``hdfs://``, ``s3a://`` ...) has no ``flock``: there the
-lock is a *lease*, ``<checkpoint>/LOCK`` created only if absent (first writer wins) and
-deleted on release. A lease left by a runner that died on this host is taken over (its pid
-is not running); one left on another host cannot be judged from here, so the refusal names
-the holder and says to delete the file once that runner is known to be gone.
+lock is a *lease* its holder renews, taken over once nobody renews it (``lease.py``).
 
 Example::
 
@@ -48,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ...errors import HydroliteError
 from . import ckfs
+from .lease import Lease, describe, parse
 
 LOCK_FILE = "LOCK"
 
@@ -103,7 +101,7 @@ class CheckpointLock:
         self.path = ckfs.join(self.checkpoint, LOCK_FILE)
         self.previous: dict[str, Any] | None = None  # a stale holder taken over, if any
         self.fd: int | None = None
-        self.leased = False  # a lease on a Hadoop file system (no flock there)
+        self.lease: Lease | None = None  # on a Hadoop file system (no flock there): lease.py
         info = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -113,7 +111,11 @@ class CheckpointLock:
         }
         self.info = info
         if not ckfs.is_local(self.checkpoint):
-            self._lease()
+            lease = Lease(self.path, info)
+            self.previous = lease.take(
+                lambda holder, why: CheckpointLockedError(self._held_message(holder, why)), _alive
+            )
+            self.lease = lease
             return
         os.makedirs(self.checkpoint, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -137,29 +139,13 @@ class CheckpointLock:
         os.pwrite(fd, json.dumps(info).encode(), 0)
         os.fsync(fd)
 
-    def _lease(self) -> None:
-        """Create `LOCK` if absent; take over one left by a dead process of this host."""
-        data = json.dumps(self.info)
-        if ckfs.write_atomic(self.path, data, overwrite=False):
-            self.leased = True
-            return
-        holder = _parse(ckfs.read_bytes(self.path))
-        here = holder.get("host") == socket.gethostname()
-        if not (here and isinstance(holder.get("pid"), int) and not _alive(holder["pid"])):
-            raise CheckpointLockedError(
-                self._held_message(holder)
-                + f"\n  a runner that died on another host leaves this lease behind: once it is known to be gone, "
-                f"delete {self.path} and run again"
-            )
-        _say_taken_over(holder)
-        self.previous = holder
-        ckfs.remove(self.path)
-        if not ckfs.write_atomic(self.path, data, overwrite=False):  # another taker was faster
-            raise CheckpointLockedError(self._held_message(_parse(ckfs.read_bytes(self.path))))
-        self.leased = True
+    @property
+    def lost(self) -> str | None:
+        """Why this runner no longer holds the checkpoint (a lease taken over or not renewable)."""
+        return self.lease.lost if self.lease is not None else None
 
-    def _held_message(self, holder: dict[str, Any]) -> str:
-        who = _describe(holder) if holder else "holder unknown"
+    def _held_message(self, holder: dict[str, Any], why: str = "") -> str:
+        who = (describe(holder) if holder else "holder unknown") + why
         here = holder.get("host") == socket.gethostname()
         state = ""
         if here and isinstance(holder.get("pid"), int) and not _alive(holder["pid"]):
@@ -174,10 +160,9 @@ class CheckpointLock:
     def release(self) -> None:
         """Release the lock (locally the file is marked released, so the next taker says
         nothing; a lease is deleted, if it is still ours)."""
-        if self.leased:
-            self.leased = False
-            if _parse(ckfs.read_bytes(self.path)).get("token") == self.info["token"]:
-                ckfs.remove(self.path)
+        if self.lease is not None:
+            lease, self.lease = self.lease, None
+            lease.release()
             return
         if self.fd is None:
             return
@@ -197,26 +182,13 @@ class CheckpointLock:
 
 def _read(fd: int) -> dict[str, Any]:
     try:
-        return _parse(os.pread(fd, 65536, 0))
+        return parse(os.pread(fd, 65536, 0))
     except OSError:
         return {}
 
 
-def _parse(raw: bytes | None) -> dict[str, Any]:
-    """A lock file's holder; {} for an empty or unreadable one (a crash while writing it)."""
-    try:
-        data = json.loads((raw or b"").decode() or "{}")
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _say_taken_over(holder: dict[str, Any]) -> None:
     print(
-        f"hydrolite: taking over the lock of a runner that stopped without releasing it ({_describe(holder)})",
+        f"hydrolite: taking over the lock of a runner that stopped without releasing it ({describe(holder)})",
         file=sys.stderr,
     )
-
-
-def _describe(holder: dict[str, Any]) -> str:
-    return f"host {holder.get('host', '?')}, pid {holder.get('pid', '?')}, started {holder.get('started', '?')}, command {holder.get('command', '?')!r}"

@@ -11,13 +11,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...ir import nodes as n
+from . import ckfs
 from .errors import SparkRunError
 from .exec import BatchCtx
+from .feed import FeedWriter
 from .ports import ChannelOutput, FileOutput, SinkCtx
 from .pyfn import map_in_arrow, reencode
 from .run_support import record_sink_type
 from .stages import Channel
-from .types import OPAQUE, HType
+from .types import NONE, OPAQUE, HType
 from .values import Scalar, SFrame, Val, frame_of
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ class StageOutputs:
     store: StateStore
     progress: StageProgress
     dir: str  # the query's checkpoint directory (its sinks' identity lives there)
+    deferred: list[n.DeferTick]  # the stage's deferred streams (`Stage.deferred`, listed once)
 
     _hook: Callable[[str, int], None]  # the runner's fault-injection point
 
@@ -115,3 +118,13 @@ class StageOutputs:
         else:
             raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
         ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
+
+    def _heartbeat(self, ctx: BatchCtx) -> None:
+        """Ask Spark for another run of the tick when a deferred stream holds elements (the
+        model runs the tick again for them; a replayed batch may ask twice: one more run of
+        a tick is always legal)."""
+        for x in self.deferred:
+            value = ctx.vals.get(id(x.children[0]))
+            if isinstance(value, SFrame) and not value.df.isEmpty():
+                FeedWriter(ckfs.join(self.dir, "heartbeat"), NONE).send_many([])
+                return

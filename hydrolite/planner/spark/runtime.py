@@ -41,7 +41,6 @@ from .errors import (
 )
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
-from .feed import FeedWriter
 from .files import FileWatch
 from .footer_check import check_files, footer_checked
 from .held import HeldBatches, release_held
@@ -359,6 +358,7 @@ class StageRunner(StageOutputs, HeldBatches):
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()
+        self.runner.check_lock()  # a lease taken over by another runner: no batch from here on
         # the remap log entry first, before any output: it survives Spark's log purging
         files = self.batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
@@ -416,16 +416,6 @@ class StageRunner(StageOutputs, HeldBatches):
         p.last_batch = batch_id
         p.durations_ms.append((batch_id, (time.perf_counter() - t0) * 1000.0))
         p.fn_paths.update(ctx.fn_paths)
-
-    def _heartbeat(self, ctx: BatchCtx) -> None:
-        """Ask Spark for another run of the tick when a deferred stream holds elements (the
-        model runs the tick again for them; a replayed batch may ask twice: one more run of
-        a tick is always legal)."""
-        for x in self.deferred:
-            value = ctx.vals.get(id(x.children[0]))
-            if isinstance(value, SFrame) and not value.df.isEmpty():
-                FeedWriter(ckfs.join(self.dir, "heartbeat"), NONE).send_many([])
-                return
 
 
 class FlowRunner:
@@ -535,7 +525,16 @@ class FlowRunner:
             s.start(once)
         return self
 
+    def check_lock(self) -> None:
+        """Raise when this runner no longer holds its checkpoint (`lease.Lease.lost`)."""
+        if self.lock.lost is not None:
+            raise SparkRunError(
+                f"stopped: this runner no longer holds checkpoint {self.checkpoint}: {self.lock.lost}\n"
+                "  fix: make sure one runner at a time uses the checkpoint, then run again (it resumes)"
+            )
+
     def _check(self) -> None:
+        self.check_lock()
         for s in self.stages:
             if s.error is not None:
                 raise s.error
