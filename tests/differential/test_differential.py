@@ -74,7 +74,7 @@ def test_generated_programs_on_a_hadoop_checkpoint_match_the_simulator(spark: Sp
     seen: list[str] = []
 
     @settings(
-        max_examples=max(3, EXAMPLES // 2),
+        max_examples=max(2, EXAMPLES // 4),
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=True,
