@@ -255,3 +255,27 @@ def test_a_runner_whose_lease_was_taken_over_stops_before_its_next_batch(
 def test_the_root_of_a_file_system_is_refused(spark: SparkSession) -> None:
     with pytest.raises(CheckpointPathError, match="names the root of a file system"):
         CheckpointLock("viewfs://anything/")
+
+
+def test_feeds_notebook_values_and_demo_inputs_under_a_uri_are_refused_with_the_fix(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Feeds are local directories (Spark's Python workers read them by path): a feed, the
+    notebook's Python-value inputs and `run`'s demo inputs under a Hadoop URI are refused,
+    not created as a local directory named after the scheme."""
+    from hydrolite import notebook
+    from hydrolite.notebook import NotebookError
+
+    monkeypatch.chdir(tmp_path)
+    ck = viewfs_mount(spark, tmp_path)
+    with pytest.raises(ValueError, match="a feed is a local directory") as err:
+        FeedWriter(ck + "/inputs/x", NONE, Prim(str))
+    assert "fix: give the feed a local directory" in str(err.value)
+    with pytest.raises(NotebookError, match="must be a local directory") as nb:
+        notebook.run(counter.build, {"increment": [[("a", None)]]}, spark=spark, checkpoint=ck + "/nb")
+    assert "increment" in str(nb.value) and "fix: a local checkpoint" in str(nb.value)
+    monkeypatch.setattr("hydrolite.planner.spark.session.spark_session", lambda *a, **k: spark)
+    with pytest.raises(SystemExit, match="no input bound for .*a feed must be a local directory"):
+        main(["run", str(ROOT / "examples" / "counter.py"), "--checkpoint", ck + "/cli", "--once"])
+    assert not (tmp_path / "cli" / "LOCK").exists()  # the lease it took was released
+    assert not any(n.endswith(":") for n in os.listdir(tmp_path))
