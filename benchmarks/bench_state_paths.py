@@ -56,7 +56,7 @@ from typing import Any
 import pandas as pd
 from state_paths.data import check, expected, write_inputs
 from state_paths.jobs import ROCKSDB, run_hydro, run_spark
-from state_paths.memory import WorkerMemory, cpu_seconds, reset_peak, status
+from state_paths.memory import WorkerMemory, batch_sampler, cpu_seconds, reset_peak, status
 from state_paths.probes import probe_order, probe_union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -102,6 +102,7 @@ def worker(args: argparse.Namespace) -> None:
     workers.start()
     load = os.getloadavg()[0]
     cpu = (cpu_seconds(os.getpid()), cpu_seconds(jvm))
+    samples = batch_sampler(spark, jvm, workers, args.result + ".batches.jsonl")
     elapsed, progress, where = run(spark, args.worker, args.data, os.path.join(args.work, "run"), args.keyed_state)
     workers.running = False
     workers.join()
@@ -124,10 +125,27 @@ def worker(args: argparse.Namespace) -> None:
         "load": load,
         "state": where,
         "spark": spark.version,
+        "per_batch": _per_batch_samples(samples),
     }
     with open(args.result, "w") as fh:
         json.dump(result, fh)
     spark.stop()
+
+
+def _per_batch_samples(samples: list[dict[str, float]]) -> list[dict[str, float]]:
+    """Driver CPU ms, driver RSS MB and JVM CPU ms of each progress event against the one before
+    (listener events arrive a moment after their batch ends: a batch's figure may include the start
+    of the next one's planning; the sum is exact)."""
+    time.sleep(1)  # the last event is delivered asynchronously
+    return [
+        {
+            "batch": b["batch"],
+            "driver_ms": (b["driver_cpu_s"] - a["driver_cpu_s"]) * 1000,
+            "driver_rss_mb": b["driver_rss_kb"] / 1024,
+            "jvm_ms": (b["jvm_cpu_s"] - a["jvm_cpu_s"]) * 1000,
+        }
+        for a, b in zip(samples, samples[1:])
+    ]
 
 
 def run_worker(args: argparse.Namespace, path: str, base: str, warm: str) -> dict[str, Any]:
@@ -168,6 +186,17 @@ def _per_batch(r: dict[str, Any], field: str) -> str:
     return f"{r[field] * 1000 / len(r['latency_ms']):9.0f}" if field in r and r["latency_ms"] else f"{'-':>9}"
 
 
+def per_batch_line(r: dict[str, Any]) -> str:
+    """Each batch's driver CPU ms, driver RSS MB and JVM CPU ms, then first -> last ratios: the
+    driver's flatness as state grows within one run."""
+    pb = r["per_batch"]
+    cells = ", ".join(f"#{int(x['batch'])} {x['driver_ms']:.0f}/{x['driver_rss_mb']:.0f}/{x['jvm_ms']:.0f}" for x in pb)
+    first, last = pb[0], pb[-1]
+    ratio = last["driver_ms"] / first["driver_ms"] if first["driver_ms"] else float("nan")
+    rss = last["driver_rss_mb"] / first["driver_rss_mb"] if first["driver_rss_mb"] else float("nan")
+    return f"driver ms / driver RSS MB / JVM ms: {cells}; last/first driver ms {ratio:.2f}x, RSS {rss:.2f}x"
+
+
 def _rate(r: dict[str, Any]) -> float:
     return float(r["rows"] / r["elapsed"])
 
@@ -205,6 +234,9 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
         "is the driver JVM's alone); load = the machine's 1-minute load average (the higher of start and end "
         "of the run; 2 cores: above 2, other processes were competing for them)."
     )
+    for path, r in med.items():
+        if r.get("per_batch"):
+            print(f"{path} per micro-batch (progress events of its median run): " + per_batch_line(r))
     for path, rs in runs.items():
         if path.endswith("hydro"):
             print(f"{path} state placement (hydrolite plan, from {rs[0]['src']}):\n  {rs[0]['state']}")

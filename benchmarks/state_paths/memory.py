@@ -100,3 +100,45 @@ def reset_peak(pid: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def batch_sampler(spark: object, jvm: int, workers: WorkerMemory, log: str) -> list[dict[str, float]]:
+    """Register a streaming listener that records, at every progress event of any query, the
+    Python driver's CPU seconds (less the sampling thread's), its resident set and the JVM's CPU
+    seconds; consecutive samples give driver time per micro-batch (driver flatness: the first
+    batch of a run against its last). Each sample is also appended to `log` as a JSON line as it
+    comes (a long run stopped early still leaves its batches' figures). Returns the list."""
+    import json
+
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    samples: list[dict[str, float]] = []
+    me = os.getpid()
+
+    def sample(batch: float) -> dict[str, float]:
+        drv = cpu_seconds(me) - workers.cpu_s
+        return {
+            "batch": batch,
+            "driver_cpu_s": drv,
+            "driver_rss_kb": status(me, "VmRSS"),
+            "jvm_cpu_s": cpu_seconds(jvm),
+        }
+
+    class Sampler(StreamingQueryListener):
+        def onQueryStarted(self, event: object) -> None:
+            pass
+
+        def onQueryProgress(self, event: object) -> None:
+            samples.append(sample(float(event.progress.batchId)))  # type: ignore[attr-defined]
+            with open(log, "a") as fh:
+                fh.write(json.dumps({**samples[-1], "ms": dict(event.progress.durationMs)}) + "\n")  # type: ignore[attr-defined]
+
+        def onQueryIdle(self, event: object) -> None:
+            pass
+
+        def onQueryTerminated(self, event: object) -> None:
+            pass
+
+    samples.append(sample(-1.0))  # the start: batch 0's time is the first event's less this
+    spark.streams.addListener(Sampler())  # type: ignore[attr-defined]
+    return samples
