@@ -65,7 +65,7 @@ def feed_inputs(
 ) -> dict[str, str]:
     """Write each port's batches (`given`, else generated) to a feed under `directory`;
     returns port -> input spec (`feed:DIR?maxEntriesPerTrigger=1`: one batch per micro-batch)."""
-    from .planner.spark.feed import FeedWriter, contiguous
+    from .planner.spark.feed import FeedWriter, feed_end
     from .planner.spark.types import OPAQUE, from_python
 
     given = dict(given or {})
@@ -84,7 +84,7 @@ def feed_inputs(
         kt = (from_python(src.meta.key) or OPAQUE) if src.meta.kind.keyed else None
         path = os.path.join(directory, port)
         out[port] = f"feed:{path}?maxEntriesPerTrigger=1"
-        if contiguous(path):  # written by an earlier run with this checkpoint: resume, do not duplicate
+        if feed_end(path):  # written by an earlier run with this checkpoint: resume, do not duplicate
             continue
         writer = FeedWriter(path, vt, kt)
         for batch in batches:

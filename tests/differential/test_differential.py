@@ -69,8 +69,9 @@ def test_generated_programs_on_a_hadoop_checkpoint_match_the_simulator(spark: Sp
     """The same programs with their checkpoint on a Hadoop file system (a `viewfs://` mount
     table over the case's directory): Spark's state store, the driver's store, the remap log
     and hydrolite's own files all go through Hadoop's client, and the run still replays in the
-    simulator identically. A program with channels or deferred streams is refused there; some
-    of the drawn programs must run (identical), or the test would check nothing."""
+    simulator identically (channels and heartbeats through the driver's local mirrors of
+    their entries, `feed_mirror.py`). Some of the drawn programs must run (identical), or the
+    test would check nothing."""
     seen: list[str] = []
 
     @settings(

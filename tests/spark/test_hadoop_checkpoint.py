@@ -34,7 +34,6 @@ from hydrolite.planner.spark.types import NONE, Prim
 from tests.spark.runs import run_once
 from tests.spark.test_ckfs import viewfs_mount
 from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
-from tests.spark.test_operators import two_ticks
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,19 +129,6 @@ def test_the_counter_resumes_from_a_hadoop_checkpoint_and_the_cli_reads_it(
     assert main(["offsets", ck + "/elsewhere"]) == 1
     assert f"no offset log under {ck}/elsewhere" in capsys.readouterr().err
     assert os.listdir(tmp_path / "disk") and not any(n.endswith(":") for n in os.listdir(tmp_path))
-
-
-def test_a_query_that_reads_a_feed_under_the_checkpoint_is_refused_before_anything_runs(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    ck = viewfs_mount(spark, disk)
-    with pytest.raises(CheckpointPathError) as err:
-        FlowRunner(two_ticks(), spark=spark, checkpoint=ck, inputs={"x": f"feed:{tmp_path / 'x'}"})
-    text = str(err.value)
-    assert "needs a local checkpoint directory" in text and "channels" in text and "fix: pass a local directory" in text
-    assert os.listdir(disk) == []  # nothing written, the lease released
 
 
 # ---------------------------------------------------------------- the lease

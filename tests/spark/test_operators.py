@@ -13,7 +13,7 @@ from hydrolite import nondet
 from hydrolite.planner.spark.errors import BadDataError, SparkRunError, UserFunctionError
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.runtime import FlowRunner
-from hydrolite.planner.spark.verify import verify_runner
+from hydrolite.planner.spark.verify import unread_entries, verify_runner
 from tests.spark.test_plan import two_ticks
 
 pytestmark = pytest.mark.spark
@@ -140,6 +140,39 @@ def test_unaligned_ticks_run_as_two_queries_joined_by_a_channel(spark: SparkSess
     h = SparkHarness(two_ticks(), spark, str(tmp_path))
     h.run(scenario)
     assert [s.progress.batches for s in h.runner.stages] == [2, 2]
+
+
+def three_ticks() -> hl.Flow:
+    """Three unaligned ticks in a row: two channels, the middle query both consumer and producer."""
+    flow = hl.FlowBuilder("three_ticks")
+    p = flow.process(P)
+    a, b, c = p.tick(), p.tick(), p.tick()
+    doubled = p.source("x", int).batch(a, ANY).map(lambda x: x * 2).all_ticks()
+    plus = doubled.batch(b, ANY).map(lambda x: x + 1).all_ticks()
+    plus.batch(c, ANY).count().into_stream().all_ticks().sink("counts")
+    plus.sink("plus")
+    return flow.finalize()
+
+
+def test_a_chain_of_three_queries_delivers_past_a_batch_that_ran_no_tick(spark: SparkSession, tmp_path: Path) -> None:
+    """The middle query's first micro-batch has no data (Spark runs it anyway) and runs no
+    tick, so its channel has no entry 0. The last query used to read entries 0, 1, ... only up
+    to the first one missing: it waited for entry 0 for ever and `counts` stayed silent."""
+
+    def scenario(s: Any) -> None:
+        s.sender("x").send_many([1, 2, 3])
+        s.receiver("plus").assert_yields([3, 5, 7])
+        s.receiver("counts").assert_yields([3])
+        s.sender("x").send(4)
+        s.receiver("plus").assert_yields_only([9])
+        s.receiver("counts").assert_yields_only([1])
+
+    h = SparkHarness(three_ticks(), spark, str(tmp_path))
+    h.run(scenario)
+    assert [s.stage.name for s in h.runner.stages] == ["tick0", "tick1", "tick2"]
+    assert unread_entries(h.runner) == []
+    report = verify_runner(h.runner)
+    assert report.identical, str(report)
 
 
 def latest_program() -> hl.Flow:

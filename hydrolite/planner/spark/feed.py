@@ -49,13 +49,12 @@ def list_entries(path: str) -> dict[int, str]:
     return out
 
 
-def contiguous(path: str) -> int:
-    """How many entries 0, 1, 2, ... exist without a gap (the feed's latest offset)."""
-    entries = list_entries(path)
-    n = 0
-    while n in entries:
-        n += 1
-    return n
+def feed_end(path: str, base: int = 0) -> int:
+    """The feed's latest offset: one past its highest entry, at least `base`. A channel has a
+    gap where its producer ran a batch without a tick (Spark's first batch without data, a
+    held batch): entries are written in batch order and never removed, so a gap below the
+    highest entry is final, and it holds no elements."""
+    return max([base, *(i + 1 for i in list_entries(path))])
 
 
 class FeedWriter:
@@ -75,22 +74,12 @@ class FeedWriter:
 
     def send_many(self, values: Iterable[Any]) -> int:
         """Write one entry holding `values` (pairs (k, v) for keyed feeds); returns its index."""
-        items = list(values)
-        cols: dict[str, Any] = {}
-        fields = []
-        if self.kt is not None:
-            cols["k"] = pa.array([self.kt.encode(k) for k, _ in items], type=self.kt.arrow())
-            cols["v"] = pa.array([self.vt.encode(v) for _, v in items], type=self.vt.arrow())
-            fields.append(pa.field("k", self.kt.arrow()))
-        else:
-            cols["v"] = pa.array([self.vt.encode(v) for v in items], type=self.vt.arrow())
-        fields.append(pa.field("v", self.vt.arrow()))
-        table = pa.Table.from_pydict(cols, schema=pa.schema(fields))
-        index = contiguous(self.path)
+        table = entry_table(values, self.vt, self.kt)
+        index = feed_end(self.path)
         final = os.path.join(self.path, entry_name(index, "arrow"))
         tmp = final + ".tmp"
-        with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
+        with open(tmp, "wb") as fh:
+            fh.write(arrow_bytes(table))
         os.rename(tmp, final)
         return index
 
@@ -98,30 +87,55 @@ class FeedWriter:
         return self.send_many([value])
 
 
+def entry_table(values: Iterable[Any], vt: HType, kt: HType | None = None) -> pa.Table:
+    """The Arrow table of one entry holding `values` (pairs (k, v) when `kt` is given)."""
+    items = list(values)
+    cols: dict[str, Any] = {}
+    fields = []
+    if kt is not None:
+        cols["k"] = pa.array([kt.encode(k) for k, _ in items], type=kt.arrow())
+        cols["v"] = pa.array([vt.encode(v) for _, v in items], type=vt.arrow())
+        fields.append(pa.field("k", kt.arrow()))
+    else:
+        cols["v"] = pa.array([vt.encode(v) for v in items], type=vt.arrow())
+    fields.append(pa.field("v", vt.arrow()))
+    return pa.Table.from_pydict(cols, schema=pa.schema(fields))
+
+
 class _Entry(InputPartition):
-    def __init__(self, index: int, path: str) -> None:
+    """Entry `index` of a feed: read by `path`, or from `data`, its bytes (an embedding reader)."""
+
+    def __init__(self, index: int, path: str, data: bytes | None = None) -> None:
         super().__init__(index)
         self.index = index
         self.path = path
+        self.data = data
 
 
 class FeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are {"entries": n}: the first n entries of the directory.
 
-    `maxEntriesPerTrigger` caps how many entries one micro-batch takes.
+    `maxEntriesPerTrigger` caps how many entries one micro-batch takes. `base`: entries below
+    it count as present and are never read; `embed`: each partition carries its entry's bytes,
+    read here on the driver's host, so executors elsewhere need no access to `path` (a local
+    mirror of a feed on a Hadoop file system: feed_mirror.py).
     """
 
-    def __init__(self, path: str, schema: StructType, max_entries: int | None = None) -> None:
+    def __init__(
+        self, path: str, schema: StructType, max_entries: int | None = None, base: int = 0, embed: bool = False
+    ) -> None:
         self.path = path
         self.schema = schema
         self.max_entries = max_entries
+        self.base = base
+        self.embed = embed
         self.target: int | None = None
 
     def initialOffset(self) -> dict[str, int]:
         return {"entries": 0}
 
     def latestOffset(self, start: dict[Any, Any], limit: ReadLimit) -> dict[Any, Any]:
-        end = contiguous(self.path)
+        end = feed_end(self.path, self.base)
         if self.target is not None:
             end = min(end, self.target)
         cap = limit.max_files if isinstance(limit, ReadMaxFiles) else self.max_entries
@@ -133,15 +147,25 @@ class FeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxFiles(self.max_entries) if self.max_entries else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self.target = contiguous(self.path)
+        self.target = feed_end(self.path, self.base)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[_Entry]:
         entries = list_entries(self.path)
-        return [_Entry(i, os.path.join(self.path, entries[i])) for i in range(start["entries"], end["entries"])]
+        out = []
+        for i in range(start["entries"], end["entries"]):
+            if i not in entries:
+                if i < self.base:
+                    raise FileNotFoundError(f"feed {self.path}: entry {i} is below {self.base}, the first one kept")
+                continue  # a producer's batch that wrote nothing (see `feed_end`)
+            path = os.path.join(self.path, entries[i])
+            out.append(_Entry(i, path, _entry_bytes(path) if self.embed else None))
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, _Entry)
-        if partition.path.endswith(".arrow"):
+        if partition.data is not None:
+            table = ipc.open_file(pa.py_buffer(partition.data)).read_all()
+        elif partition.path.endswith(".arrow"):
             with pa.memory_map(partition.path) as src:
                 table = ipc.open_file(src).read_all()
         else:
@@ -157,6 +181,22 @@ class FeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Entries are kept: a feed is an append-only log (a replay may need them)."""
 
 
+def _entry_bytes(path: str) -> bytes:
+    """An entry as Arrow IPC bytes (a Parquet entry directory is read and converted)."""
+    if path.endswith(".arrow"):
+        with open(path, "rb") as fh:
+            return fh.read()
+    return arrow_bytes(pq.read_table(path))
+
+
+def arrow_bytes(table: pa.Table) -> bytes:
+    """`table` as the bytes of an Arrow IPC file (the format of a feed entry)."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return bytes(sink.getvalue())
+
+
 class FeedDataSource(DataSource):
     """`spark.readStream.format("hydrolite_feed").option("path", dir).option("schema", json)`."""
 
@@ -169,4 +209,5 @@ class FeedDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> FeedStreamReader:
         cap = self.options.get("maxEntriesPerTrigger")
-        return FeedStreamReader(self.options["path"], schema, int(cap) if cap else None)
+        base, embed = int(self.options.get("base", "0")), self.options.get("embed", "") == "true"
+        return FeedStreamReader(self.options["path"], schema, int(cap) if cap else None, base, embed)

@@ -14,7 +14,7 @@ from ...ir import nodes as n
 from . import ckfs
 from .errors import SparkRunError
 from .exec import BatchCtx
-from .feed import FeedWriter
+from .feed import FeedWriter, arrow_bytes, entry_table
 from .ports import ChannelOutput, FileOutput, SinkCtx
 from .pyfn import map_in_arrow, reencode
 from .run_support import record_sink_type
@@ -117,7 +117,9 @@ class StageOutputs:
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
         else:
             raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
-        ChannelOutput(self.runner.channel_dir(ch)).write(batch_id, sf)
+        path = self.runner.channel_dir(ch)
+        mirrors = self.runner.mirrors  # a checkpoint on a Hadoop file system: feed_mirror.py
+        ChannelOutput(path).write(batch_id, sf, mirrors.get(path) if mirrors is not None else None)
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the
@@ -126,5 +128,9 @@ class StageOutputs:
         for x in self.deferred:
             value = ctx.vals.get(id(x.children[0]))
             if isinstance(value, SFrame) and not value.df.isEmpty():
-                FeedWriter(ckfs.join(self.dir, "heartbeat"), NONE).send_many([])
+                path, mirrors = ckfs.join(self.dir, "heartbeat"), self.runner.mirrors
+                if mirrors is not None:  # a checkpoint on a Hadoop file system: feed_mirror.py
+                    mirrors.get(path).append(arrow_bytes(entry_table([], NONE)))
+                else:
+                    FeedWriter(path, NONE).send_many([])
                 return

@@ -52,13 +52,13 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .feed import FEED_FORMAT, entry_name, list_entries
+from .feed import FEED_FORMAT, arrow_bytes, entry_name, list_entries
 from .port_api import (
     InputBinding,
     OutputBinding,
@@ -72,6 +72,9 @@ from .port_api import (
 from .remap import URI_EMPTY_AUTHORITY, spark_uri_key
 from .types import HType, ListT, NoneT, Prim, RecordT, StructT, TupleT
 from .values import SFrame
+
+if TYPE_CHECKING:
+    from .feed_mirror import FeedMirror
 
 
 # ------------------------------------------------------------------ inputs
@@ -164,7 +167,7 @@ class FeedInput(InputBinding):
         return reader.option("path", self.path).option("schema", schema).load()
 
     def describe(self) -> str:
-        return f"feed {self.path}"
+        return f"feed {self.options.get('durable', self.path)}"  # (a mirror's: the durable directory)
 
 
 def demo_column(t: HType, value: Column, port: str) -> Column:
@@ -338,15 +341,20 @@ class ChannelOutput:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def write(self, batch_id: int, sf: SFrame) -> None:
+    def write(self, batch_id: int, sf: SFrame, mirror: FeedMirror | None = None) -> None:
+        """`mirror`: the channel is on a Hadoop file system; the entry is an Arrow file the driver
+        writes there and into the local mirror the consumer reads (feed_mirror.py)."""
+        order = [F.col(c) for c in sf.order]
+        df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
+        df = (df.orderBy(*order) if order else df).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
+        if mirror is not None:
+            mirror.write(batch_id, lambda: arrow_bytes(df.toArrow()))
+            return
         final = os.path.join(self.path, entry_name(batch_id, "parquet"))
         if batch_id in list_entries(self.path):
             return  # written by an earlier attempt of this batch: replays are identical
         tmp = final + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        order = [F.col(c) for c in sf.order]
-        df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
-        df = (df.orderBy(*order) if order else df).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
         df.write.parquet(tmp)
         os.rename(tmp, final)
 

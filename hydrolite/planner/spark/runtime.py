@@ -33,14 +33,10 @@ from ...ir.graph import Flow
 from ...ir.meta import Kind
 from ...ir.roles import static_initial
 from . import ckfs, ops, ops_state  # noqa: F401  (ops, ops_state: register the node handlers)
-from .errors import (
-    SparkRunError,
-    UserFunctionError,
-    describe_spark_error,
-    from_spark_error,
-)
+from .errors import SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
+from .feed_mirror import FeedMirrors, mirror_inputs
 from .files import FileWatch
 from .footer_check import check_files, footer_checked
 from .held import HeldBatches, release_held
@@ -50,15 +46,7 @@ from .native_state import OUTPUT_MODE, NativeAggregations
 from .offsets import check_restart
 from .outputs import StageOutputs
 from .placement import KEYED_STATE, place_all
-from .ports import (
-    FeedInput,
-    FileInput,
-    InputBinding,
-    MemorySink,
-    OutputBinding,
-    parse_input,
-    parse_output,
-)
+from .ports import FeedInput, FileInput, InputBinding, MemorySink, OutputBinding, parse_input, parse_output
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
 from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
@@ -118,6 +106,8 @@ class StageRunner(StageOutputs, HeldBatches):
         self.deferred = stage.deferred
         if stage.has_heartbeat:
             self.inputs.append(InputSpec(HEARTBEAT, None, FeedInput(ckfs.join(self.dir, "heartbeat")), NONE, None))
+        if runner.mirrors is not None:
+            mirror_inputs(self.inputs, self.dir, runner.mirrors)
         self.query: StreamingQuery | None = None
         self.has_seq: list[bool] = [False] * len(self.inputs)
         self.has_file: list[bool] = [False] * len(self.inputs)
@@ -469,9 +459,8 @@ class FlowRunner:
         outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None,
         reset_state: Sequence[str],
     ) -> None:
-        if not ckfs.is_local(self.checkpoint):
-            for stage in self.plan.stages:
-                stage.check_remote_checkpoint(self.checkpoint)
+        # feeds (channels, heartbeats) on a Hadoop file system are read from local mirrors: feed_mirror.py
+        self.mirrors = FeedMirrors() if not ckfs.is_local(self.checkpoint) else None
         recon = reconcile(self.plan, self.checkpoint, reset_state)
         if recon.refused:
             raise PlanChangedError(recon.render())
@@ -521,6 +510,8 @@ class FlowRunner:
         self.files.before_start()  # before any query starts: input directories exist
         for s in self.stages:  # a damaged Spark log is explained, with its recovery
             check_restart(self.checkpoint, s.stage.name)
+        if self.mirrors is not None:  # the feed entries the queries may still read
+            self.mirrors.sync()
         for s in self.stages:
             s.start(once)
         return self
@@ -589,6 +580,8 @@ class FlowRunner:
                 s.query.stop()
         for s in self.stages:
             s.store.close()
+        if self.mirrors is not None:
+            self.mirrors.close()
         self.lock.release()
 
     def __enter__(self) -> FlowRunner:

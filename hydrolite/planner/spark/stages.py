@@ -86,30 +86,6 @@ class Stage:
         """Whether the query reads its own heartbeat feed (see `runtime.HEARTBEAT`)."""
         return self.streaming and bool(self.deferred)
 
-    def check_remote_checkpoint(self, checkpoint: str) -> None:
-        """Refuse a checkpoint on a Hadoop file system when this query reads a feed under it.
-
-        Channels between queries and the heartbeat of deferred streams are feeds under the
-        checkpoint, read by Spark's Python workers as local files (`feed.py`), which reach no
-        Hadoop file system. Everything else of a query (Spark's checkpoint and state store,
-        hydrolite's files, deferred rows) works on one."""
-        why = []
-        if self.channels_in or self.channels_out:
-            names = ", ".join(sorted({c.name for c in self.channels_in + self.channels_out}))
-            why.append(f"it exchanges elements with another query through channels ({names})")
-        if self.has_heartbeat:
-            sites = ", ".join(where(x) for x in self.deferred)
-            why.append(f"it defers streams to the next tick ({sites}), which its heartbeat feed triggers")
-        if why:
-            from .lock import CheckpointPathError
-
-            raise CheckpointPathError(
-                f"checkpoint {checkpoint}: query {self.name!r} needs a local checkpoint directory: {'; '.join(why)}, "
-                "and those feeds are files Spark's Python workers open by path\n"
-                "  fix: pass a local directory (on a cluster: a shared file system mounted at the same path on the "
-                "driver and every executor), or keep this query's ticks aligned so it needs no channel"
-            )
-
     @property
     def input_names(self) -> list[str]:
         """Source ports and channels this query reads (`channel:<name>`), in union order."""

@@ -36,7 +36,8 @@ from ...sim.recorded import ReplayBatch, ReplayBlocked, operator_chain, replay_t
 from ...sim.values import render
 from . import ckfs
 from .errors import SparkRunError
-from .feed import list_entries
+from .feed import feed_end, list_entries
+from .feed_mirror import read_entry, remote_entries
 from .offsets import TickOffsets, read_offset_log
 from .ports import (
     FeedInput,
@@ -144,12 +145,13 @@ def _read_table(path: str) -> Any:
 
 def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[Any]:
     """The elements of feed entries [start, end) in feed order ((k, v) pairs when keyed)."""
-    entries = list_entries(path)
+    local = ckfs.is_local(path)
+    entries = list_entries(path) if local else remote_entries(path)
     out: list[Any] = []
     for i in range(_entries_of(start), _entries_of(end)):
         if i not in entries:
-            raise VerifyError(f"feed {path}: entry {i} covered by the run is missing")
-        table = _read_table(os.path.join(path, entries[i]))
+            continue  # a producer's batch that ran no tick wrote none (`feed.feed_end`)
+        table = _read_table(os.path.join(path, entries[i])) if local else read_entry(path, entries[i])
         vs = [vt.decode(x) for x in table.column("v").to_pylist()] if table.num_rows else []
         if kt is not None:
             ks = [kt.decode(x) for x in table.column("k").to_pylist()] if table.num_rows else []
@@ -324,6 +326,32 @@ def verify_plan(
 def verify_runner(runner: Any) -> VerifyReport:
     """Verify the run of a `FlowRunner` (after it processed its inputs; memory sinks are compared)."""
     return verify_plan(runner.plan, runner.checkpoint, runner.spark, runner.inputs, runner.outputs, runner.channel_dir)
+
+
+def unread_entries(runner: Any) -> list[str]:
+    """What a `FlowRunner`'s queries left unread in their feeds (sources fed through feeds,
+    channels, heartbeats) once it processed everything available: one line per input whose
+    newest committed offset is short of the feed's end, `[]` when none. After
+    `process_all_available()` anything listed is input a query will never read (a stalled
+    channel), which comparing the batches Spark ran with the simulator cannot see: a batch
+    Spark never ran is missing from both sides.
+
+        >>> unread_entries(type("Idle", (), {"stages": [], "checkpoint": "/nonexistent"})())
+        []
+    """
+    lines = []
+    ticks = read_offset_log(runner.checkpoint) if runner.stages else []
+    for st in runner.stages:
+        done = [t for t in ticks if t.query == st.stage.name and t.committed]
+        for inp in st.inputs:
+            if not isinstance(inp.binding, FeedInput):
+                continue
+            end = feed_end(inp.binding.path, int(inp.binding.options.get("base", "0")))
+            got = done[-1].inputs.get(inp.name, (None, None))[1] if done else None
+            read = _entries_of(got)
+            if read < end:
+                lines.append(f"query {st.stage.name!r} left entries {read}..{end - 1} of {inp.name} unread")
+    return lines
 
 
 def verify_run(
