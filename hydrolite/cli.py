@@ -221,13 +221,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, conf, verbose=args.verbose)
     lock = lock or CheckpointLock(checkpoint)
     unbound = sorted(p for p in flow.sources if p not in inputs)
-    if unbound and not ckfs.is_local(checkpoint):
-        lock.release()
-        raise SystemExit(
-            f"hydrolite: error: no input bound for {', '.join(unbound)}: demo data is written as feeds under the "
-            f"checkpoint, and a feed must be a local directory, not {checkpoint}\n"
-            "  fix: bind each with --input port=SPEC (e.g. parquet:s3a://bucket/in), or use a local --checkpoint"
-        )
     if unbound:
         inputs.update(_demo_feeds(module, plan, unbound, ckfs.join(checkpoint, "demo-inputs")))
         print(f"hydrolite: demo data for unbound ports: {', '.join(unbound)} (bind them with --input port=SPEC)")

@@ -5,12 +5,13 @@
 also takes batches typed in a notebook. Both write each port's batches to a feed directory
 (`planner/spark/feed.py`), one entry per batch, read one entry per micro-batch. A feed
 already written by an earlier run with the same checkpoint is left alone: the run resumes
-instead of reading the batches twice.
+instead of reading the batches twice. Under a checkpoint on a Hadoop file system each entry
+is written whole there through Spark's session (which must be active), and the runner reads
+them from its local mirror (`planner/spark/feed_mirror.py`).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -65,7 +66,8 @@ def feed_inputs(
 ) -> dict[str, str]:
     """Write each port's batches (`given`, else generated) to a feed under `directory`;
     returns port -> input spec (`feed:DIR?maxEntriesPerTrigger=1`: one batch per micro-batch)."""
-    from .planner.spark.feed import FeedWriter, feed_end
+    from .planner.spark import ckfs
+    from .planner.spark.feed import FeedWriter, arrow_bytes, entry_name, entry_table, feed_end
     from .planner.spark.types import OPAQUE, from_python
 
     given = dict(given or {})
@@ -82,8 +84,13 @@ def feed_inputs(
         src = flow.sources[port]
         vt = from_python(src.meta.elem) or OPAQUE
         kt = (from_python(src.meta.key) or OPAQUE) if src.meta.kind.keyed else None
-        path = os.path.join(directory, port)
+        path = ckfs.join(directory, port)
         out[port] = f"feed:{path}?maxEntriesPerTrigger=1"
+        if not ckfs.is_local(path):  # written whole through Spark's session; the runner mirrors them (feed_mirror.py)
+            for i, batch in enumerate(batches):  # an entry already there (an earlier run's) is kept
+                entry = arrow_bytes(entry_table(batch, vt, kt))
+                ckfs.write_atomic(ckfs.join(path, entry_name(i, "arrow")), entry, overwrite=False)
+            continue
         if feed_end(path):  # written by an earlier run with this checkpoint: resume, do not duplicate
             continue
         writer = FeedWriter(path, vt, kt)

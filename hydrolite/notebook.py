@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import importlib
-import os
 import sys
 import tempfile
 import time
@@ -271,6 +270,7 @@ def run(
     from .planner.spark import ckfs
     from .planner.spark.lock import checkpoint_dir
     from .planner.spark.runtime import FlowRunner
+    from .planner.spark.session import spark_session
     from .progress import LineProgress
 
     built = _flow(flow)
@@ -283,14 +283,10 @@ def run(
     checkpoint = checkpoint_dir(checkpoint or tempfile.mkdtemp(prefix=f"hydrolite-{built.name}-"))
     specs = {p: v for p, v in given.items() if isinstance(v, str)}
     typed = [p for p in built.sources if p not in specs]
-    if typed and not ckfs.is_local(checkpoint):
-        raise NotebookError(
-            f"checkpoint {checkpoint}: the inputs of {', '.join(typed)} are given as Python values (or generated), "
-            "which are written as feeds under the checkpoint, and a feed must be a local directory\n"
-            "  fix: a local checkpoint, or bind each of those ports to an input spec such as 'parquet:s3a://...'"
-        )
+    if typed and not ckfs.is_local(checkpoint) and spark is None:  # their feeds are written through Spark
+        spark = spark_session(master)
     values = {p: v for p, v in given.items() if not isinstance(v, str)}
-    specs.update(feed_inputs(built, typed, os.path.join(checkpoint, "notebook-inputs"), values))
+    specs.update(feed_inputs(built, typed, ckfs.join(checkpoint, "notebook-inputs"), values))
     sinks: dict[str, Any] = {p: "memory" for p in built.sinks}
     sinks.update(outputs or {})
     runner = FlowRunner(

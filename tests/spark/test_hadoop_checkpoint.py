@@ -248,25 +248,36 @@ def test_the_root_of_a_file_system_is_refused(spark: SparkSession) -> None:
         CheckpointLock("viewfs://anything/")
 
 
-def test_feeds_notebook_values_and_demo_inputs_under_a_uri_are_refused_with_the_fix(
+def test_notebook_values_and_demo_inputs_run_under_a_uri_and_a_feed_writer_refuses_one(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Feeds are local directories (Spark's Python workers read them by path): a feed, the
-    notebook's Python-value inputs and `run`'s demo inputs under a Hadoop URI are refused,
-    not created as a local directory named after the scheme."""
+    """The notebook's Python-value inputs and `run`'s demo inputs are written as feed entries
+    under a Hadoop checkpoint (through Spark) and read from the runner's mirror; `FeedWriter`,
+    which writes by local path, refuses a URI instead of making a directory named after the
+    scheme."""
     from hydrolite import notebook
-    from hydrolite.notebook import NotebookError
 
     monkeypatch.chdir(tmp_path)
-    ck = viewfs_mount(spark, tmp_path)
+    (tmp_path / "disk").mkdir()
+    ck = viewfs_mount(spark, tmp_path / "disk")
     with pytest.raises(ValueError, match="a feed is a local directory") as err:
         FeedWriter(ck + "/inputs/x", NONE, Prim(str))
     assert "fix: give the feed a local directory" in str(err.value)
-    with pytest.raises(NotebookError, match="must be a local directory") as nb:
-        notebook.run(counter.build, {"increment": [[("a", None)]]}, spark=spark, checkpoint=ck + "/nb")
-    assert "increment" in str(nb.value) and "fix: a local checkpoint" in str(nb.value)
+    handle = notebook.run(
+        counter.build,
+        {"increment": [[("a", None), ("b", None)], [("a", None)]], "query": [[("a", None)], [("a", None)]]},
+        spark=spark,
+        checkpoint=ck + "/nb",
+    )
+    handle.wait(idle_seconds=1.0)
+    assert handle.status == "stopped" and handle.error is None
+    assert sorted(handle.outputs("query_response")) == [("a", 1), ("a", 2)]
+    entries = sorted(os.listdir(tmp_path / "disk" / "nb" / "notebook-inputs" / "increment"))
+    assert [e for e in entries if not e.startswith(".")] == [f"{i:012d}.arrow" for i in range(2)]
     monkeypatch.setattr("hydrolite.planner.spark.session.spark_session", lambda *a, **k: spark)
-    with pytest.raises(SystemExit, match="no input bound for .*a feed must be a local directory"):
-        main(["run", str(ROOT / "examples" / "counter.py"), "--checkpoint", ck + "/cli", "--once"])
-    assert not (tmp_path / "cli" / "LOCK").exists()  # the lease it took was released
+    assert main(["run", str(ROOT / "examples" / "counter.py"), "--checkpoint", ck + "/cli", "--once"]) == 0
+    out = capsys.readouterr().out
+    assert "demo data for unbound ports: increment, query" in out
+    assert (tmp_path / "disk" / "cli" / "demo-inputs" / "query").is_dir()
+    assert not (tmp_path / "disk" / "cli" / "LOCK").exists()  # the lease it took was released
     assert not any(n.endswith(":") for n in os.listdir(tmp_path))

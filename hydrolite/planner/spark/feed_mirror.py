@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from . import ckfs
 from .feed import entry_name, feed_end, list_entries
+from .scratch import scratch_dir
 
 __all__ = ["FeedMirror", "FeedMirrors", "mirror_inputs", "needed_from", "read_entry", "remote_entries"]
 
@@ -120,7 +121,7 @@ class FeedMirrors:
         found = self.feeds.get(uri)
         if found is None:
             if self.root is None:
-                self.root = tempfile.mkdtemp(prefix="hydrolite-feeds-")
+                self.root = scratch_dir("feeds")  # a killed driver's is removed by the next one here
             found = self.feeds[uri] = FeedMirror(uri, os.path.join(self.root, str(len(self.feeds))))
         return found
 

@@ -36,12 +36,12 @@ import os
 import pickle
 import shutil
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 from . import ckfs
+from .scratch import scratch_dir
 from .state_remote import RemoteFiles, Writes
 
 _SCHEMA = """
@@ -74,7 +74,7 @@ class StateStore:
             self._db = _connect(os.path.join(self.directory, "state.sqlite"), "NORMAL")
             return
         self.directory = directory
-        self._workdir = tempfile.mkdtemp(prefix="hydrolite-state-")
+        self._workdir = scratch_dir("state")  # a killed driver's is removed by the next one here
         try:
             self._remote = RemoteFiles(directory, snapshot_every)
             db_file = os.path.join(self._workdir, "state.sqlite")
