@@ -271,7 +271,7 @@ def test_notebook_values_and_demo_inputs_run_under_a_uri_and_a_feed_writer_refus
     )
     handle.wait(idle_seconds=1.0)
     assert handle.status == "stopped" and handle.error is None
-    assert sorted(handle.outputs("query_response")) == [("a", 1), ("a", 2)]
+    assert sorted(handle.outputs("query_response")) == [("a", 2), ("a", 3)]  # the count of all increments
     entries = sorted(os.listdir(tmp_path / "disk" / "nb" / "notebook-inputs" / "increment"))
     assert [e for e in entries if not e.startswith(".")] == [f"{i:012d}.arrow" for i in range(2)]
     monkeypatch.setattr("hydrolite.planner.spark.session.spark_session", lambda *a, **k: spark)
