@@ -128,9 +128,8 @@ def generate(d: Draw, max_ops: int = 8, store: bool = False) -> Program:
     it always has a keyed store read per key (whose state Spark keeps on the executors)."""
     prog = Program()
     prog.lines += ['flow = hl.FlowBuilder("gen")', "p = flow.process(P)", "t1 = p.tick()"]
-    two_ticks = d.bool()
-    if two_ticks:
-        prog.lines.append("t2 = p.tick()")
+    ticks = [f"t{i}" for i in range(1, d.int(1, 3) + 1)]  # three: queries chained through two channels
+    prog.lines += [f"{t} = p.tick()" for t in ticks[1:]]
     prog.lines.append('xs = p.source("xs", int)')
     prog.vars.append(Var("xs", "stream", None, source="xs"))
     if d.bool():
@@ -142,17 +141,30 @@ def generate(d: Draw, max_ops: int = 8, store: bool = False) -> Program:
     if d.int(0, 2) == 0:
         prog.lines.append('ws = p.source("ws", str)')
         prog.vars.append(Var("ws", "stream", None, elem="str", source="ws"))
-    ticks = ["t1", "t2"] if two_ticks else ["t1"]
     if store:
         prog.lines.append("al = p.local_align_point()")
         prog.sinks.append('xs.release_aligned(al).sink("ack")')
         _keyed_store(prog, d, prog.vars[0], per_key=True)
     elif d.bool():
         _aligned_pattern(prog, d)
+    if len(ticks) > 1 and d.int(0, 3) == 0:
+        _relay(prog, d, ticks)
     for _ in range(d.int(1, max_ops)):
         _one_op(prog, d, ticks)
     _sinks(prog, d)
     return prog
+
+
+def _relay(prog: Program, d: Draw, ticks: list[str]) -> None:
+    """A stream relayed through every tick in turn: each tick is a query of its own, joined
+    to the next by a channel, so the middle ones both read and write one (a chain of
+    queries; a gap in a channel once stopped such a chain silently)."""
+    v = prog.pick(d, lambda v: _top_stream(v) and v.elem == "int")
+    if v is None:
+        return
+    for t in ticks:
+        inside = prog.new(f"{v.name}.batch({t}, ND).map({d.choice(INT_MAPS)})", "stream", t, ordered=v.ordered)
+        v = prog.new(f"{inside.name}.all_ticks()", "stream", None, ordered=v.ordered)
 
 
 def _aligned_pattern(prog: Program, d: Draw) -> None:
@@ -449,7 +461,12 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
             ks.tick,
             ordered=False,
         )
-    elif op == 12:  # leave a tick
+    elif op == 12:  # leave a tick: a stream's elements (a channel when batched into another tick) or a singleton
+        if d.bool():
+            s = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None)
+            if s is not None:
+                prog.new(f"{s.name}.all_ticks()", "stream", None, elem=s.elem, ordered=s.ordered)
+            return
         v = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
         if v is not None:
             prog.new(f"{v.name}.latest()", "single", None)

@@ -85,14 +85,17 @@ class FeedMirror:
             copied += 1
         return copied
 
-    def write(self, index: int, make: Callable[[], bytes]) -> bool:
-        """Entry `index`: its bytes (`make()`) to the URI unless there already (a replayed batch
-        makes the same ones), then the URI's copy to the mirror. False when it was there."""
+    def write(self, index: int, make: Callable[[], bytes | None]) -> bool:
+        """Entry `index`: its bytes (`make()`; None: no entry) to the URI unless there already (a
+        replayed batch makes the same ones), then the URI's copy to the mirror. Whether this
+        call wrote it to the URI."""
         path = ckfs.join(self.uri, entry_name(index, "arrow"))
         data = ckfs.read_bytes(path)
         written = data is None
         if data is None:
             data = make()
+            if data is None:
+                return False
             if not ckfs.write_atomic(path, data, overwrite=False):
                 written, data = False, ckfs.read_bytes(path) or data  # another writer's is kept
         tmp = os.path.join(self.local, f".{uuid.uuid4().hex}.tmp")

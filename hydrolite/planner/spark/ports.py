@@ -54,6 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -336,27 +337,42 @@ class ConsoleSink(OutputBinding):
 
 # ------------------------------------------------------------------ channels between queries
 class ChannelOutput:
-    """Writes a node's per-batch output as feed entry <batch id> (skipped if already complete)."""
+    """Writes a node's per-batch output as feed entry <batch id> (skipped if already complete).
+
+    A batch with no elements for the channel writes no entry: the consumer's offset passes the
+    gap (`feed.feed_end`), and runs no tick for it. An empty entry would make Spark run the
+    consumer's query for nothing, and a query reading its own channel (its `all_ticks()`
+    batched into itself) would then run micro-batches for ever."""
 
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def write(self, batch_id: int, sf: SFrame, mirror: FeedMirror | None = None) -> None:
+    def write(self, batch_id: int, sf: SFrame, mirror: FeedMirror | None = None) -> bool:
         """`mirror`: the channel is on a Hadoop file system; the entry is an Arrow file the driver
-        writes there and into the local mirror the consumer reads (feed_mirror.py)."""
+        writes there and into the local mirror the consumer reads (feed_mirror.py). Whether
+        an entry was written (False: no elements, or written by an earlier attempt)."""
         order = [F.col(c) for c in sf.order]
         df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
         df = (df.orderBy(*order) if order else df).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
         if mirror is not None:
-            mirror.write(batch_id, lambda: arrow_bytes(df.toArrow()))
-            return
+            return mirror.write(batch_id, lambda: _nonempty_arrow(df))
         final = os.path.join(self.path, entry_name(batch_id, "parquet"))
         if batch_id in list_entries(self.path):
-            return  # written by an earlier attempt of this batch: replays are identical
+            return False  # written by an earlier attempt of this batch: replays are identical
         tmp = final + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         df.write.parquet(tmp)
+        parts = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".parquet")]
+        if sum(pq.ParquetFile(f).metadata.num_rows for f in parts) == 0:  # from the footers: no job
+            shutil.rmtree(tmp)
+            return False
         os.rename(tmp, final)
+        return True
+
+
+def _nonempty_arrow(df: DataFrame) -> bytes | None:
+    table = df.toArrow()
+    return arrow_bytes(table) if table.num_rows else None
 
 
 __all__ = [
