@@ -37,4 +37,4 @@ def build() -> hl.Flow:
     return flow.finalize()
 
 
-STEPS = [{"ys": [8]}, {"ys": [8]}, {"ys": [12, 6, 4]}, {"ys": [10, 1, 12, 1]}]
+STEPS = [{"ys": [8]}, {"ys": [12, 6, 4]}]
