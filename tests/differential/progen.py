@@ -13,6 +13,7 @@ long run script), so the same generator serves both and Hypothesis can shrink it
 from __future__ import annotations
 
 import random
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,9 @@ class Var:
     key: str = "int"  # key type of keyed collections: "int" | "str"
     ordered: bool = True
     source: str | None = None  # the top-level source it derives from (for align points)
+    # ticks whose outputs (all_ticks(), latest()) it derives from through the top level: such a
+    # tick may not read it back (the Spark planner refuses that; `stages._check_no_self_feedback`)
+    exits: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -100,6 +104,9 @@ class Program:
 
     def new(self, expr: str, kind: str, tick: str | None, **kw: Any) -> Var:
         self.counter += 1
+        if tick is None and "exits" not in kw:  # top level: what the variables it reads derive from
+            names = set(re.findall(r"\b(v\d+|xs|ys|ks|ws)\b", expr))
+            kw["exits"] = frozenset().union(*(v.exits for v in self.vars if v.name in names and v.tick is None))
         v = Var(f"v{self.counter}", kind, tick, **kw)
         self.lines.append(f"{v.name} = {expr}")
         self.vars.append(v)
@@ -159,12 +166,12 @@ def _relay(prog: Program, d: Draw, ticks: list[str]) -> None:
     """A stream relayed through every tick in turn: each tick is a query of its own, joined
     to the next by a channel, so the middle ones both read and write one (a chain of
     queries; a gap in a channel once stopped such a chain silently)."""
-    v = prog.pick(d, lambda v: _top_stream(v) and v.elem == "int")
+    v = prog.pick(d, lambda v: _top_stream(v) and v.elem == "int" and not v.exits)
     if v is None:
         return
     for t in ticks:
         inside = prog.new(f"{v.name}.batch({t}, ND).map({d.choice(INT_MAPS)})", "stream", t, ordered=v.ordered)
-        v = prog.new(f"{inside.name}.all_ticks()", "stream", None, ordered=v.ordered)
+        v = prog.new(f"{inside.name}.all_ticks()", "stream", None, ordered=v.ordered, exits=frozenset({t}))
 
 
 def _aligned_pattern(prog: Program, d: Draw) -> None:
@@ -271,7 +278,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
                 source=v.source,
             )
     elif op == 1:  # into a tick
-        v = prog.pick(d, _top_stream)
+        v = prog.pick(d, lambda v: _top_stream(v) and tick not in v.exits)
         if v is None:
             return
         if v.kind == "stream":
@@ -297,7 +304,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         else:
             prog.new(f"{v.name}.count()", "single", v.tick)
     elif op == 3:  # a top-level singleton read by a tick
-        v = prog.pick(d, lambda v: v.kind == "single" and v.tick is None)
+        v = prog.pick(d, lambda v: v.kind == "single" and v.tick is None and tick not in v.exits)
         if v is not None:
             prog.new(f"{v.name}.snapshot({tick}, ND)", "single", tick)
     elif op == 4:  # stream x singleton in a tick
@@ -439,7 +446,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
                 f"{v.name}.map({d.choice(KEYED_MAPS)})", "keyed", v.tick, ordered=v.ordered, source=v.source, key=v.key
             )
     elif op == 10:  # keyed singletons read in a tick
-        v = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is None)
+        v = prog.pick(d, lambda v: v.kind == "ksingle" and v.tick is None and tick not in v.exits)
         if v is not None:
             prog.new(f"{v.name}.snapshot({tick}, ND)", "ksingle", tick, key=v.key)
     elif op == 11:  # keyed lookups in a tick
@@ -465,11 +472,13 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         if d.bool():
             s = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None)
             if s is not None:
-                prog.new(f"{s.name}.all_ticks()", "stream", None, elem=s.elem, ordered=s.ordered)
+                prog.new(
+                    f"{s.name}.all_ticks()", "stream", None, elem=s.elem, ordered=s.ordered, exits=frozenset({s.tick})
+                )
             return
         v = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
         if v is not None:
-            prog.new(f"{v.name}.latest()", "single", None)
+            prog.new(f"{v.name}.latest()", "single", None, exits=frozenset({v.tick}))
     else:  # a running total carried by a tick cycle
         v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
         if v is None:
@@ -484,7 +493,11 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
 
 
 def _sinks(prog: Program, d: Draw) -> None:
-    candidates = [v for v in prog.vars if v.name not in ("xs", "ys", "ks", "ws")] or prog.vars
+    # a top-level singleton is sunk through a snapshot into t1, which must not be one it derives from
+    readable = [
+        v for v in prog.vars if v.tick is not None or v.kind not in ("single", "ksingle") or "t1" not in v.exits
+    ]
+    candidates = [v for v in readable if v.name not in ("xs", "ys", "ks", "ws")] or prog.vars
     chosen = [v for v in candidates if d.int(0, 2) > 0] or [candidates[-1]]
     for i, v in enumerate(chosen):
         name = f"o{i}"
