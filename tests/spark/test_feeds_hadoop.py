@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-import hydrolite as hl
-from hydrolite import nondet
 from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.verify import unread_entries, verify_runner
+from tests.differential.regressions.deferred_stream_runs_without_input import build as deferred
 from tests.spark.runs import json_batches
 from tests.spark.test_ckfs import viewfs_mount
 from tests.spark.test_plan import two_ticks
@@ -31,26 +30,9 @@ def _entries(d: Path) -> list[str]:
     return sorted(p.name for p in d.iterdir() if not p.name.startswith(".")) if d.is_dir() else []
 
 
-class P:
-    """The program's process."""
-
-
-def deferred() -> hl.Flow:
-    """A deferred stream and a stream cycle: each run of the tick that defers something needs
-    another run without new input, which the query's heartbeat asks Spark for."""
-    flow = hl.FlowBuilder("deferred")
-    p = flow.process(P)
-    t = p.tick()
-    b = p.source("xs", int).batch(t, nondet("any batching is legal"))
-    b.defer_tick().all_ticks().sink("prev")
-    handle, pending = t.stream_cycle(int)
-    both = b.chain(pending)
-    handle.complete_next_tick(both.map(lambda x: x + 5).filter(lambda x: x < 12))
-    both.all_ticks().sink("cycled")
-    return flow.finalize()
-
-
 def deferred_scenario(s: Any) -> None:
+    """`deferred`: a deferred stream and a stream cycle, so each run of the tick that defers
+    something needs another run without new input, which the query's heartbeat asks for."""
     s.sender("xs").send_many([1, 2])
     s.receiver("prev").assert_yields_only([1, 2])
     s.receiver("cycled").assert_yields_only([1, 2, 6, 7, 11])  # three runs of the tick for one input
