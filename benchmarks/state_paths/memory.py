@@ -126,7 +126,7 @@ def batch_sampler(spark: object, jvm: int, workers: WorkerMemory, log: str) -> l
 
     class Sampler(StreamingQueryListener):
         def onQueryStarted(self, event: object) -> None:
-            pass
+            """Only progress events are sampled (Spark requires all four callbacks)."""
 
         def onQueryProgress(self, event: object) -> None:
             samples.append(sample(float(event.progress.batchId)))  # type: ignore[attr-defined]
@@ -134,10 +134,10 @@ def batch_sampler(spark: object, jvm: int, workers: WorkerMemory, log: str) -> l
                 fh.write(json.dumps({**samples[-1], "ms": dict(event.progress.durationMs)}) + "\n")  # type: ignore[attr-defined]
 
         def onQueryIdle(self, event: object) -> None:
-            pass
+            """Not sampled: an idle query runs no batch."""
 
         def onQueryTerminated(self, event: object) -> None:
-            pass
+            """Not sampled: the run's end is measured by the caller."""
 
     samples.append(sample(-1.0))  # the start: batch 0's time is the first event's less this
     spark.streams.addListener(Sampler())  # type: ignore[attr-defined]

@@ -140,7 +140,8 @@ class FeedMirrors:
 
 
 def remote_entries(uri: str) -> dict[int, str]:
-    """index -> entry name of a feed directory on a Hadoop file system (as `feed.list_entries`)."""
+    """index -> entry name of a feed directory on a Hadoop file system, or a local one (as
+    `feed.list_entries`, which the feed source uses: it cannot import `ckfs`)."""
     out = {}
     for name in ckfs.list_names(uri):
         head, _, ext = name.partition(".")
@@ -151,8 +152,11 @@ def remote_entries(uri: str) -> dict[int, str]:
 
 def read_entry(uri: str, name: str) -> pa.Table:
     """Entry `name` of the feed directory `uri` (an Arrow file, or a Parquet directory a run by
-    local path wrote) as a table, read through the checkpoint's file system."""
+    local path wrote) as a table, read through the checkpoint's file system (a local one
+    directly)."""
     path = ckfs.join(uri, name)
+    if ckfs.is_local(path) and name.endswith(".parquet"):
+        return pq.read_table(ckfs.os_path(path))
     if name.endswith(".arrow"):
         data = ckfs.read_bytes(path)
         if data is None:

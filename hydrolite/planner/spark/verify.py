@@ -18,15 +18,11 @@ assert report.identical, str(report)
 from __future__ import annotations
 
 import json
-import os
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-from pyarrow import ipc
 from pyspark.sql import SparkSession
 
 from ...ir import nodes as n
@@ -36,7 +32,7 @@ from ...sim.recorded import ReplayBatch, ReplayBlocked, operator_chain, replay_t
 from ...sim.values import render
 from . import ckfs
 from .errors import SparkRunError
-from .feed import feed_end, list_entries
+from .feed import feed_end
 from .feed_mirror import read_entry, remote_entries
 from .offsets import TickOffsets, read_offset_log
 from .ports import (
@@ -136,22 +132,14 @@ def _entries_of(offset: Any) -> int:
     raise VerifyError(f"unexpected feed offset {offset!r}")
 
 
-def _read_table(path: str) -> Any:
-    if path.endswith(".arrow"):
-        with pa.memory_map(path) as src:
-            return ipc.open_file(src).read_all()
-    return pq.read_table(path)
-
-
 def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[Any]:
     """The elements of feed entries [start, end) in feed order ((k, v) pairs when keyed)."""
-    local = ckfs.is_local(path)
-    entries = list_entries(path) if local else remote_entries(path)
+    entries = remote_entries(path)
     out: list[Any] = []
     for i in range(_entries_of(start), _entries_of(end)):
         if i not in entries:
             continue  # a producer's batch that ran no tick wrote none (`feed.feed_end`)
-        table = _read_table(os.path.join(path, entries[i])) if local else read_entry(path, entries[i])
+        table = read_entry(path, entries[i])
         vs = [vt.decode(x) for x in table.column("v").to_pylist()] if table.num_rows else []
         if kt is not None:
             ks = [kt.decode(x) for x in table.column("k").to_pylist()] if table.num_rows else []
