@@ -1,0 +1,135 @@
+"""Runs with the whole checkpoint on S3 (moto's server through S3A), in a process of their own.
+
+The S3A connector must be on the JVM's class path when the JVM starts, and the test session's
+shared SparkSession has started without it: `test_s3a_checkpoint.py` runs this module as a
+child process with its own session. Each scenario crashes a run mid-batch and resumes it with a
+new runner that finds nothing but the bucket (as on another machine), then checks the answers,
+replays every batch in the simulator (`verify_runner`) and prints one JSON line of figures.
+
+    python -m tests.spark.s3a_runs ENDPOINT BUCKET WORKDIR
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from examples import kvstore
+from hydrolite.planner.spark.faults import CrashOnce, InjectedFault
+from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.session import spark_session
+from hydrolite.planner.spark.types import Prim
+from hydrolite.planner.spark.verify import unread_entries, verify_runner
+from tests.spark.runs import json_batches, run_once
+from tests.spark.s3_server import spark_conf
+from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
+from tests.spark.test_plan import two_ticks
+
+
+def _check(runner: FlowRunner) -> None:
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+
+
+def kvstore_crash(spark: Any, d: Path, ck: str, keyed_state: str, point: str) -> dict[str, Any]:
+    """The key-value store crashes at `point` of batch 1, then resumes from the bucket."""
+    d.mkdir(parents=True)
+
+    def runner(fault: Any = None) -> FlowRunner:
+        outs = {"get_response": f"json:{d / 'out'}", "put_ack": f"json:{d / 'acks'}"}
+        return FlowRunner(
+            kvstore.build(),
+            spark=spark,
+            checkpoint=ck,
+            inputs=_feeds(d),
+            outputs=outs,
+            fault=fault,
+            keyed_state=keyed_state,
+        )
+
+    t0 = time.perf_counter()
+    fault = CrashOnce(point)
+    try:
+        run_once(runner(fault))
+        raise AssertionError(f"no crash at {point}")
+    except Exception as e:  # the fault as the query raised it
+        if "crash at" not in str(e):
+            raise
+    assert fault.fired == [1], fault.fired
+    second = run_once(runner())
+    assert second.resumed == {"tick0": 1}, second.resumed
+    got = _responses(d)
+    assert got == EXPECTED, got
+    _check(second)
+    return {"scenario": f"kvstore-{keyed_state}", "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
+    """Two queries joined by a channel (entries written to the bucket, read from the driver's
+    mirror): the consumer crashes in its batch 2, a new runner goes on from the bucket alone."""
+    d.mkdir(parents=True)
+    x = FeedWriter(str(d / "x"), Prim(int))
+    fired: list[int] = []
+
+    def crash(point: str, query: str, batch: int) -> None:
+        if (point, query, batch) == ("before_outputs", "tick1", 2) and not fired:
+            fired.append(batch)
+            raise InjectedFault(f"crash at {point} of batch {batch}")
+
+    def runner(fault: Any = None) -> FlowRunner:
+        outs = {"counts": f"json:{d / 'counts'}", "doubled": f"json:{d / 'doubled'}"}
+        return FlowRunner(
+            two_ticks(), spark=spark, checkpoint=ck, inputs={"x": f"feed:{d / 'x'}"}, outputs=outs, fault=fault
+        )
+
+    t0 = time.perf_counter()
+    first = runner(crash)
+    first.start()
+    try:
+        for values in ([1, 2], [3]):
+            x.send_many(values)
+            first.process_all_available()
+        raise AssertionError("the consumer did not crash")
+    except Exception as e:
+        if "crash at" not in str(e):
+            raise
+        assert fired == [2], fired
+    finally:
+        first.stop()
+    second = runner()
+    second.start()
+    try:
+        second.process_all_available()
+        for values in ([4, 5], [6]):
+            x.send_many(values)
+            second.process_all_available()
+        assert unread_entries(second) == [], unread_entries(second)
+        _check(second)
+    finally:
+        second.stop()
+    counts = json_batches(d / "counts")
+    assert counts == {1: [2], 2: [1], 3: [2], 4: [1]}, counts
+    doubled = sorted(v for rows in json_batches(d / "doubled").values() for v in rows)
+    assert doubled == [2, 4, 6, 8, 10, 12], doubled
+    (ch,) = second.plan.channels
+    return {"scenario": "channel", "seconds": round(time.perf_counter() - t0, 1), "channel": ch.name}
+
+
+def main(endpoint: str, bucket: str, workdir: str) -> None:
+    spark = spark_session("local[2]", spark_conf(endpoint))
+    d = Path(workdir)
+    for result in (
+        kvstore_crash(spark, d / "exec", f"s3a://{bucket}/exec", "executors", "before_outputs"),
+        kvstore_crash(spark, d / "drv", f"s3a://{bucket}/drv", "driver", "after_sinks"),
+        channel_crash(spark, d / "ch", f"s3a://{bucket}/ch"),
+    ):
+        print(json.dumps(result), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
