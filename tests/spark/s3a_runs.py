@@ -124,7 +124,6 @@ def main(endpoint: str, bucket: str, workdir: str) -> None:
     d = Path(workdir)
     for result in (
         kvstore_crash(spark, d / "exec", f"s3a://{bucket}/exec", "executors", "before_outputs"),
-        kvstore_crash(spark, d / "drv", f"s3a://{bucket}/drv", "driver", "after_sinks"),
         channel_crash(spark, d / "ch", f"s3a://{bucket}/ch"),
     ):
         print(json.dumps(result), flush=True)
