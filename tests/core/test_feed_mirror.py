@@ -102,12 +102,49 @@ def test_a_new_mirror_copies_only_the_entries_from_its_base(tmp_path: Path) -> N
         first.write(i, lambda i=i: entry([i]))
     (tmp_path / "durable" / "junk.tmp").write_text("left by an interrupted write")
     second = FeedMirror(durable, str(tmp_path / "second"))
-    second.want_from(3)
-    second.want_from(2)  # another reader of the feed is further behind: the lower base wins
+    second.want_from(3, "q1")
+    second.want_from(2, "q2")  # another reader of the feed is further behind: the lower base wins
     assert second.sync() == 3 and names(second.local) == [f"{i:012d}.arrow" for i in (2, 3, 4)]
     assert second.sync() == 0  # nothing new
     assert second.append(entry([])) == 5
     assert list(remote_entries(durable)) == [0, 1, 2, 3, 4, 5]
+
+
+def test_the_mirror_drops_what_every_reader_is_past_and_keeps_the_highest(tmp_path: Path) -> None:
+    """Two queries read the feed; an entry leaves the mirror once both run batches starting
+    past it (the URI keeps every entry), and the highest stays: the feed's offset is one past it."""
+    durable = str(tmp_path / "durable")
+    mirror = FeedMirror(durable, str(tmp_path / "local"))
+    mirror.want_from(0, "q1")
+    mirror.want_from(0, "q2")
+    for i in range(4):
+        mirror.write(i, lambda i=i: entry([i]))
+    assert mirror.advance("q1", 3) == 0  # q2 may still read from entry 0
+    assert mirror.advance("q2", 2) == 2 and names(mirror.local) == [f"{i:012d}.arrow" for i in (2, 3)]
+    assert mirror.advance("q2", 1) == 0  # a reader never goes back: an older start changes nothing
+    assert mirror.advance("q2", 4) == 1 and names(mirror.local) == [f"{3:012d}.arrow"]  # q1 is at 3
+    assert mirror.advance("q1", 4) == 0 and names(mirror.local) == [f"{3:012d}.arrow"]  # the highest stays
+    assert feed_end(mirror.local, 0) == 4 and mirror.append(entry([9])) == 4  # offsets go on from it
+    reader = FeedStreamReader(mirror.local, SCHEMA, embed=True)
+    assert rows(reader, 4, 5) == [(9, 4 << 32)]  # `_seq`: the entry's index, then the element's
+    assert list(remote_entries(durable)) == [0, 1, 2, 3, 4]  # the durable copy keeps the history
+
+
+def test_the_runners_mirrors_advance_per_query_and_input(tmp_path: Path) -> None:
+    """`FeedMirrors.advance` maps a batch's start offsets to the mirrored feeds among its inputs."""
+    mirrors = FeedMirrors()
+    try:
+        feed = mirrors.get(str(tmp_path / "channel"))
+        feed.want_from(0, "q")
+        for i in range(3):
+            feed.write(i, lambda i=i: entry([i]))
+        own = type("Input", (), {"binding": type("B", (), {"options": {"path": "/x"}})()})()
+        mirrored = type("Input", (), {"binding": type("B", (), {"options": {"durable": feed.uri}})()})()
+        assert mirrors.advance("q", [own, mirrored], [{"logOffset": 7}, {"entries": 2}]) == 2
+        assert names(feed.local) == [f"{2:012d}.arrow"]
+        assert mirrors.advance("q", [own, mirrored], [None, None]) == 0  # the first batch starts at 0
+    finally:
+        mirrors.close()
 
 
 def test_a_parquet_entry_of_a_run_by_local_path_is_mirrored_and_read(tmp_path: Path) -> None:

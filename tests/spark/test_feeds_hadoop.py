@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from hydrolite.planner.spark.faults import InjectedFault
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.harness import SparkHarness
+from hydrolite.planner.spark.offsets import read_offset_log
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.verify import unread_entries, verify_runner
@@ -66,6 +67,13 @@ def _two_ticks(spark: SparkSession, d: Path, ck: str, fault: Any = None) -> Flow
     )
 
 
+def ch_input(runner: FlowRunner) -> str:
+    """The name of the consumer's channel input."""
+    (consumer,) = [st for st in runner.stages if st.stage.name == "tick1"]
+    (name,) = [i.name for i in consumer.inputs]
+    return name
+
+
 def test_a_consumer_crashed_mid_batch_resumes_from_the_hadoop_checkpoint_alone(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -107,6 +115,12 @@ def test_a_consumer_crashed_mid_batch_resumes_from_the_hadoop_checkpoint_alone(
             x.send_many(values)
             second.process_all_available()
         assert unread_entries(second) == []
+        # the mirror holds what the consumer's last batch read on (the highest entry at least);
+        # older entries are gone from it, the URI keeps them all (below)
+        (last,) = [t for t in read_offset_log(ck) if t.query == "tick1"][-1:]
+        (start, _end) = last.inputs[ch_input(second)]
+        first_kept = min(int(start["entries"]) if start else 0, 3)
+        assert _entries(Path(feed.local)) == [f"{i:012d}.arrow" for i in range(first_kept, 4)], last
         report = verify_runner(second)
         assert report.identical, str(report)
     finally:

@@ -11,7 +11,9 @@ have no Hadoop client. So with a checkpoint on a URI (`hdfs://`, `s3a://`, `view
   into its partition, so executors on any machine read them without touching a file system;
 * when a runner starts, it copies into its mirror the entries a query can still read: from the
   start of the newest batch in that query's offset log (a replay of it reads from there) on.
-  Older entries count as present (`base`) and are never read again.
+  Older entries count as present (`base`) and are never read again;
+* as the queries' batches go on, entries every reading query is past are removed from the
+  mirror (`FeedMirror.advance`): it holds what they have yet to read, the URI the history.
 
 On a URI every entry is one Arrow IPC file written whole (`NNN.arrow`), a channel's included
 (locally a channel entry is a Parquet directory Spark writes). A channel's batch therefore
@@ -60,12 +62,37 @@ class FeedMirror:
         self.uri = uri
         self.local = local
         self.base: int | None = None  # the lowest entry a reader may still read (None: no reader)
+        self.readers: dict[str, int] = {}  # reading query -> the first entry it may still read
         self._lock = threading.Lock()  # one runner's queries append from their own threads
         os.makedirs(local, exist_ok=True)
 
-    def want_from(self, base: int) -> None:
-        """A reader of this feed may read entries from `base` on."""
+    def want_from(self, base: int, reader: str) -> None:
+        """Query `reader` may read entries from `base` on."""
         self.base = base if self.base is None else min(self.base, base)
+        self.readers[reader] = min(self.readers.get(reader, base), base)
+
+    def advance(self, reader: str, start: int) -> int:
+        """Query `reader` runs a batch that starts at entry `start`: it never reads an entry below
+        it again (Spark's offsets only grow; a batch that fails stops the runner, and the next
+        one syncs its own mirror from the URI). Removes the entries no reader of this runner
+        may read any more, but the highest (the feed's offset is one past it): a long run's
+        mirror holds what its queries have yet to read, not the whole history, which stays on
+        the URI. Returns how many entries it removed."""
+        with self._lock:
+            self.readers[reader] = max(self.readers.get(reader, start), start)
+            low = min(self.readers.values())
+            have = list_entries(self.local)
+            top = max(have, default=-1)
+            removed = 0
+            for index, name in have.items():
+                if index < low and index != top:
+                    path = os.path.join(self.local, name)
+                    if os.path.isdir(path):  # a Parquet entry copied from a run by local path
+                        shutil.rmtree(path)
+                    else:
+                        os.unlink(path)
+                    removed += 1
+            return removed
 
     def sync(self) -> int:
         """Copy into the mirror every durable entry from `base` on that it lacks; returns how many."""
@@ -132,6 +159,20 @@ class FeedMirrors:
         for mirror in self.feeds.values():
             mirror.sync()
 
+    def advance(self, reader: str, inputs: Sequence[Any], starts: Sequence[Any]) -> int:
+        """Query `reader` (its directory) runs a batch whose inputs (`InputSpec`s) start at
+        `starts` (Spark's offsets of the batch before, one per input; None before the first):
+        `FeedMirror.advance` for each of its mirrored feeds. Returns the entries removed."""
+        removed = 0
+        for position, inp in enumerate(inputs):
+            durable = getattr(inp.binding, "options", {}).get("durable")
+            mirror = self.feeds.get(durable) if durable is not None else None
+            if mirror is not None:
+                start = starts[position] if position < len(starts) else None
+                entries = int(start["entries"]) if isinstance(start, dict) and "entries" in start else 0
+                removed += mirror.advance(reader, entries)
+        return removed
+
     def close(self) -> None:
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -194,6 +235,6 @@ def mirror_inputs(inputs: Sequence[Any], query_dir: str, mirrors: FeedMirrors) -
             continue  # a feed the user gave by local path is read where it is
         mirror = mirrors.get(binding.path)
         base = needed_from(newest, before, position)
-        mirror.want_from(base)
+        mirror.want_from(base, query_dir)
         options = {**binding.options, "base": str(base), "embed": "true", "durable": binding.path}
         inp.binding = FeedInput(mirror.local, options)

@@ -286,6 +286,8 @@ class RemapLog:
         self._last_sealed: RemapEntry | None = None
         # file input -> (URI, modification time ms as Spark listed it) of the last recorded batch
         self.listed: dict[str, list[tuple[str, int]]] = {}
+        # where the last recorded batch started: Spark's offsets of the batch before, per input
+        self.starts: list[Any] = []
 
     # ---------------------------------------------------------- recording one batch
     def record(self, batch_id: int) -> dict[int, list[str]]:
@@ -300,7 +302,7 @@ class RemapLog:
         if text is None:
             raise SparkRunError(f"Spark has no offset log entry {offsets_path} for the batch it is running")
         ends = offset_lines(text)
-        prev = self._previous_ends(batch_id, spark_dir)
+        prev = self.starts = self._previous_ends(batch_id, spark_dir)
         uris: dict[int, list[str]] = {}
         files: dict[str, list[str]] = {}
         self.listed = {}

@@ -353,6 +353,8 @@ class StageRunner(StageOutputs, HeldBatches):
         files = self.batch_files = self.remap.record(batch_id) if self.stage.streaming else {}
         if self.stage.streaming:  # the batch's files are all there, as Spark listed them (files.py)
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
+            if self.runner.mirrors is not None:  # mirrored entries below this batch are read for good
+                self.runner.mirrors.advance(self.dir, self.inputs, self.remap.starts)
         for i, rules in self.footer.items():  # before anything reads the batch
             check_files(self.runner.spark, self.inputs[i], rules, files.get(i, []))
         state = self.store.begin(batch_id)
