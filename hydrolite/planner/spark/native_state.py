@@ -384,6 +384,7 @@ class NativeAggregations:
         from .folds import partial_columns
         from .lambdas import TExpr
         from .quarantine import good_rows
+        from .strict_read import sql_name
 
         out = None
         self._parts, self._cols = [], {}
@@ -397,7 +398,9 @@ class NativeAggregations:
             self._parts.append([t for _, t in parts])
             agg = rows.groupBy(*st.by).agg(*[c.alias(f"p{j}") for j, (c, _) in enumerate(parts)])
             cols = [*st.by, *(f"p{j}" for j in range(len(parts)))]
-            mine = agg.select(F.lit(NATIVE_SRC - i).alias("_src"), F.struct(*cols).alias(f"_n{i}"))
+            # one SQL select: Column functions cost a Py4J round trip each, at every query start
+            fields = ", ".join(sql_name(c) for c in cols)
+            mine = agg.selectExpr(f"{NATIVE_SRC - i} AS _src", f"struct({fields}) AS {sql_name(f'_n{i}')}")
             out = mine if out is None else out.unionByName(mine, allowMissingColumns=True)
         return out
 

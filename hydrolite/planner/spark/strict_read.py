@@ -35,7 +35,8 @@ from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from .errors import BadDataError, SparkRunError
 from .files import spark_options
-from .ports import FileInput, external_schema, internal_columns
+from .port_api import internal_exprs
+from .ports import FileInput, external_schema
 from .pyfn import ArrowFn, map_in_arrow
 from .records import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -430,7 +431,7 @@ def checked_parquet(
             df = df.selectExpr(*names, f"{problem} AS _m_problem").filter(
                 F.expr(f"CASE WHEN _m_problem IS NULL THEN true ELSE CAST(raise_error({text}) AS BOOLEAN) END")
             )
-        return df.select(*internal_columns(vt, kt))
+        return df.selectExpr(*internal_exprs(vt, kt))
     # the file's fields as plain columns first: in a batch read (verify-run), the check reading
     # them through `_metadata` made Spark build that struct for every row (a third of the scan's time)
     df = df.selectExpr(
@@ -449,8 +450,8 @@ def checked_parquet(
     elif problem is not None:  # a filter: Spark never prunes it away
         text = f"concat({sql_str(_MARK)}, _m_path, ' row ', CAST(_m_row AS STRING), ': ', _m_problem, ' | record: ', {record})"
         df = df.filter(F.expr(f"CASE WHEN _m_problem IS NULL THEN true ELSE CAST(raise_error({text}) AS BOOLEAN) END"))
-    where = F.expr(f"named_struct('path', _m_path, 'start', _m_start, 'bad', {bad}, 'mtime', _m_mtime)")
-    return df.select(*internal_columns(vt, kt), where.alias("_file"))
+    where = f"named_struct('path', _m_path, 'start', _m_start, 'bad', {bad}, 'mtime', _m_mtime) AS _file"
+    return df.selectExpr(*internal_exprs(vt, kt), where)
 
 
 def unlocated(inputs: list[Any], live: set[int]) -> set[int]:
