@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from examples import kvstore
-from hydrolite.planner.spark.faults import CrashOnce, InjectedFault
+from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.session import spark_session
@@ -73,12 +73,7 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     mirror): the consumer crashes in its batch 2, a new runner goes on from the bucket alone."""
     d.mkdir(parents=True)
     x = FeedWriter(str(d / "x"), Prim(int))
-    fired: list[int] = []
-
-    def crash(point: str, query: str, batch: int) -> None:
-        if (point, query, batch) == ("before_outputs", "tick1", 2) and not fired:
-            fired.append(batch)
-            raise InjectedFault(f"crash at {point} of batch {batch}")
+    crash = CrashOnce("before_outputs", batch=2, query="tick1")
 
     def runner(fault: Any = None) -> FlowRunner:
         outs = {"counts": f"json:{d / 'counts'}", "doubled": f"json:{d / 'doubled'}"}
@@ -97,7 +92,7 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     except Exception as e:
         if "crash at" not in str(e):
             raise
-        assert fired == [2], fired
+        assert crash.fired == [2], crash.fired
     finally:
         first.stop()
     second = runner()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from hydrolite.planner.spark.faults import InjectedFault
+from hydrolite.planner.spark.faults import CrashOnce, InjectedFault
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.offsets import read_offset_log
@@ -84,12 +84,7 @@ def test_a_consumer_crashed_mid_batch_resumes_from_the_hadoop_checkpoint_alone(
     disk.mkdir()
     ck = viewfs_mount(spark, disk)
     x = FeedWriter(str(tmp_path / "x"), Prim(int))
-    fired: list[int] = []
-
-    def crash(point: str, query: str, batch: int) -> None:
-        if (point, query, batch) == ("before_outputs", "tick1", 2) and not fired:
-            fired.append(batch)
-            raise InjectedFault(f"crash at {point} of batch {batch}")
+    crash = CrashOnce("before_outputs", batch=2, query="tick1")
 
     first = _two_ticks(spark, tmp_path, ck, crash)
     first.start()
@@ -99,7 +94,7 @@ def test_a_consumer_crashed_mid_batch_resumes_from_the_hadoop_checkpoint_alone(
             first.process_all_available()
         raise AssertionError("the consumer did not crash")
     except InjectedFault:
-        assert fired == [2]
+        assert crash.fired == [2]
     finally:
         first.stop()
     second = _two_ticks(spark, tmp_path, ck)

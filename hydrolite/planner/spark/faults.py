@@ -20,15 +20,15 @@ class InjectedFault(RuntimeError):
 
 
 class CrashOnce:
-    """A fault hook raising `InjectedFault` the first time any query reaches `point` of batch
-    `batch`; `fired` lists the batches it crashed (at most one)."""
+    """A fault hook raising `InjectedFault` the first time any query (or only `query`, when
+    given) reaches `point` of batch `batch`; `fired` lists the batches it crashed (at most one)."""
 
-    def __init__(self, point: str, batch: int = 1) -> None:
-        self.point, self.batch = point, batch
+    def __init__(self, point: str, batch: int = 1, query: str | None = None) -> None:
+        self.point, self.batch, self.query = point, batch, query
         self.fired: list[int] = []
 
     def __call__(self, p: str, query: str, b: int) -> None:
-        if p == self.point and b == self.batch and not self.fired:
+        if p == self.point and b == self.batch and self.query in (None, query) and not self.fired:
             self.fired.append(b)
             raise InjectedFault(f"crash at {p} of batch {b}")
 
