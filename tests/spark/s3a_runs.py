@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from examples import kvstore
+from hydrolite.planner.spark import ckfs
+from hydrolite.planner.spark import lease as lease_mod
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.lock import CheckpointLock, CheckpointLockedError
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.session import spark_session
 from hydrolite.planner.spark.types import Prim
@@ -114,12 +117,35 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     return {"scenario": "channel", "seconds": round(time.perf_counter() - t0, 1), "channel": ch.name}
 
 
+def lease(ck: str) -> dict[str, Any]:
+    """The checkpoint's lease as an S3 object: a second runner of this host is refused while
+    the first holds it, the holder renews it, and a release lets the next one take it."""
+    t0 = time.perf_counter()
+    lease_mod.RENEW_SECONDS = 0.5  # this process's leases renew every half second
+    first = CheckpointLock(ck)
+    try:
+        CheckpointLock(ck)
+        raise AssertionError("a second lock on a held checkpoint was granted")
+    except CheckpointLockedError as e:
+        assert "in use by another runner" in str(e), str(e)
+    lease_path = ckfs.join(ck, "LOCK")
+    before = json.loads(ckfs.read_text(lease_path) or "{}")
+    time.sleep(1.5)
+    after = json.loads(ckfs.read_text(lease_path) or "{}")
+    assert after["token"] == before["token"] and after["renewals"] > before["renewals"], (before, after)
+    first.release()
+    assert ckfs.read_text(lease_path) is None
+    CheckpointLock(ck).release()
+    return {"scenario": "lease", "seconds": round(time.perf_counter() - t0, 1)}
+
+
 def main(endpoint: str, bucket: str, workdir: str) -> None:
     spark = spark_session("local[2]", spark_conf(endpoint))
     d = Path(workdir)
     for result in (
         kvstore_crash(spark, d / "exec", f"s3a://{bucket}/exec", "executors", "before_outputs"),
         channel_crash(spark, d / "ch", f"s3a://{bucket}/ch"),
+        lease(f"s3a://{bucket}/lease"),
     ):
         print(json.dumps(result), flush=True)
     spark.stop()

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_crashed_runs_resume_from_an_s3_bucket_alone(tmp_path: Path) -> None:
     """The key-value store (its state on the executors) and two queries joined by a channel each
     crash mid-batch and resume with a new runner: the answers of a run without a crash, every
-    batch replayed identically by the simulator, nothing left unread. (The driver's store
+    batch replayed identically by the simulator, nothing left unread; the lease refuses a second
+    runner, is renewed and is released. (The driver's store
     writes its files through the same calls as hydrolite's other files here: its own crash
     tests run on `viewfs://`, test_hadoop_checkpoint.py.)"""
     fetch()  # the S3A connector's jars from PyPI, once (cached; a clear error when that fails)
@@ -40,7 +41,7 @@ def test_crashed_runs_resume_from_an_s3_bucket_alone(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
         results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        assert [r["scenario"] for r in results] == ["kvstore-executors", "channel"], proc.stdout
+        assert [r["scenario"] for r in results] == ["kvstore-executors", "channel", "lease"], proc.stdout
         keys = object_keys(endpoint, "hydrolite-ck")
     # everything is in the bucket: Spark's logs and state, hydrolite's own files, channel entries
     assert "exec/tick0/spark/commits/2" in keys and any(k.startswith("exec/tick0/spark/state/") for k in keys)
