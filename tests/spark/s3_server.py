@@ -139,9 +139,10 @@ def spark_conf(endpoint: str) -> dict[str, str]:
 def s3_server() -> Iterator[str]:
     """A moto S3 server on a free loopback port for the block; yields its endpoint URL."""
     port = free_port()
-    server = Path(sys.executable).with_name("moto_server")
     log = tempfile.TemporaryFile()  # it logs every request: a pipe nobody reads would fill and stall it
-    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(  # this interpreter's moto, wherever its scripts were installed
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
     endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
