@@ -72,12 +72,12 @@ class FeedMirror:
         self.readers[reader] = min(self.readers.get(reader, base), base)
 
     def advance(self, reader: str, start: int) -> int:
-        """Query `reader` runs a batch that starts at entry `start`: it never reads an entry below
-        it again (Spark's offsets only grow; a batch that fails stops the runner, and the next
-        one syncs its own mirror from the URI). Removes the entries no reader of this runner
-        may read any more, but the highest (the feed's offset is one past it): a long run's
-        mirror holds what its queries have yet to read, not the whole history, which stays on
-        the URI. Returns how many entries it removed."""
+        """Query `reader` runs a batch that starts at entry `start`: it never reads an entry
+        below it again (Spark's offsets only grow, and a replay of this batch after a failure
+        starts where it did; a new runner syncs its own mirror from the URI). Removes the
+        entries no reader of this runner may read any more, but the highest (the feed's offset
+        is one past it): a long run's mirror holds what its queries have yet to read, not the
+        whole history, which stays on the URI. Returns how many entries it removed."""
         with self._lock:
             self.readers[reader] = max(self.readers.get(reader, start), start)
             low = min(self.readers.values())
