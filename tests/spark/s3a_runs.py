@@ -21,8 +21,9 @@ from examples import kvstore
 from hydrolite.planner.spark import ckfs
 from hydrolite.planner.spark import lease as lease_mod
 from hydrolite.planner.spark.faults import CrashOnce
-from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.feed import FeedWriter, list_entries
 from hydrolite.planner.spark.lock import CheckpointLock, CheckpointLockedError
+from hydrolite.planner.spark.offsets import read_offset_log
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.session import spark_session
 from hydrolite.planner.spark.types import Prim
@@ -71,9 +72,16 @@ def kvstore_crash(spark: Any, d: Path, ck: str, keyed_state: str, point: str) ->
     return {"scenario": f"kvstore-{keyed_state}", "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def _mirrored(local: str) -> list[int]:
+    return sorted(list_entries(local))
+
+
 def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     """Two queries joined by a channel (entries written to the bucket, read from the driver's
-    mirror): the consumer crashes in its batch 2, a new runner goes on from the bucket alone."""
+    mirror): the consumer crashes in its batch 2; a new runner copies into its mirror only the
+    entries from that batch's start on, replays the batch and goes on, dropping from the
+    mirror what the consumer is past: every element counted once, in the batches a run
+    without the crash has."""
     d.mkdir(parents=True)
     x = FeedWriter(str(d / "x"), Prim(int))
     crash = CrashOnce("before_outputs", batch=2, query="tick1")
@@ -98,17 +106,31 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
         assert crash.fired == [2], crash.fired
     finally:
         first.stop()
-    second = runner()
+    second = runner()  # a new, empty mirror, as on another machine
+    mirrors = second.mirrors
+    assert mirrors is not None
+    (feed,) = mirrors.feeds.values()  # the channel (two_ticks defers nothing: no heartbeat)
+    assert feed.base == 1, feed.base  # the consumer's batch 2 started at entry 1: only 1 on is copied
     second.start()
     try:
+        assert _mirrored(feed.local) == [1], _mirrored(feed.local)
         second.process_all_available()
         for values in ([4, 5], [6]):
             x.send_many(values)
             second.process_all_available()
         assert unread_entries(second) == [], unread_entries(second)
+        # the mirror holds the entries from the consumer's last batch on (the highest at least):
+        # older ones are gone from it, the bucket keeps them all (the test lists it)
+        (consumer,) = [st for st in second.stages if st.stage.name == "tick1"]
+        (name,) = [i.name for i in consumer.inputs]
+        last = [t for t in read_offset_log(ck) if t.query == "tick1"][-1]
+        start = last.inputs[name][0]
+        first_kept = min(int(start["entries"]) if start else 0, 3)
+        assert _mirrored(feed.local) == list(range(first_kept, 4)), (last, _mirrored(feed.local))
         _check(second)
     finally:
         second.stop()
+    assert mirrors.root is None  # stopping the runner removed its mirror
     counts = json_batches(d / "counts")
     assert counts == {1: [2], 2: [1], 3: [2], 4: [1]}, counts
     doubled = sorted(v for rows in json_batches(d / "doubled").values() for v in rows)

@@ -52,29 +52,6 @@ def _kv(spark: SparkSession, d: Path, ck: str, keyed_state: str, fault: Any = No
     return run_once(runner)
 
 
-def test_the_key_value_store_runs_with_its_checkpoint_on_a_hadoop_file_system(
-    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its table in Spark's state store on the executors, checkpointed on the Hadoop file
-    system (the driver's store on one: the crash test below and the counter)."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    ck = viewfs_mount(spark, disk)
-    monkeypatch.chdir(tmp_path)
-    runner = _kv(spark, tmp_path, ck, "executors")
-    assert runner.checkpoint == ck
-    assert _responses(tmp_path) == EXPECTED
-    query = runner.plan.stages[0].name
-    # Spark's checkpoint, its state store and hydrolite's files are all on the mounted disk
-    names = set(os.listdir(disk))
-    assert {query, "plan.json", "bindings.json"} <= names and "LOCK" not in names  # the lease was released
-    assert (disk / query / "spark" / "commits").is_dir() and (disk / query / "hydrolite.json").is_file()
-    assert any((disk / query / "spark" / "state").rglob("*.zip")) or any(
-        (disk / query / "spark" / "state").rglob("*.changelog")
-    )
-    assert sorted(os.listdir(tmp_path)) == sorted(["disk", "get", "out", "put"])  # no directory named viewfs:
-
-
 # the executor-state store's crash and resume runs on an S3 bucket (test_s3a_checkpoint.py)
 @pytest.mark.parametrize(("keyed_state", "point"), [("driver", "after_sinks")])
 def test_a_crash_resumes_from_the_hadoop_checkpoint_alone(
