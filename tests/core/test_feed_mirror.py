@@ -1,6 +1,7 @@
 """Feed entries with gaps, the feed source's `base` and `embed`, and local mirrors of feeds on
 a Hadoop file system (`feed_mirror.py`). Here the durable directory is a local one, which the
-same code reads through the OS (tests/spark/test_feeds_hadoop.py runs it on `viewfs://`, test_s3a_checkpoint.py on S3)."""
+same code reads through the OS (tests/spark/test_feeds_hadoop.py runs it on `viewfs://`,
+tests/spark/test_s3a_checkpoint.py on S3)."""
 
 from __future__ import annotations
 
