@@ -51,7 +51,11 @@ def needed_from(newest: list[Any] | None, before: list[Any] | None, position: in
     `before` are the end offsets of those two batches, one per input (None when missing)."""
     if newest is None or before is None or position >= len(before):
         return 0
-    offset = before[position]
+    return entries_at(before[position])
+
+
+def entries_at(offset: Any) -> int:
+    """The entry a feed's offset (`{"entries": n}`, as Spark logs it) points at; 0 for none."""
     return int(offset["entries"]) if isinstance(offset, dict) and "entries" in offset else 0
 
 
@@ -61,14 +65,17 @@ class FeedMirror:
     def __init__(self, uri: str, local: str) -> None:
         self.uri = uri
         self.local = local
-        self.base: int | None = None  # the lowest entry a reader may still read (None: no reader)
         self.readers: dict[str, int] = {}  # reading query -> the first entry it may still read
         self._lock = threading.Lock()  # one runner's queries append from their own threads
         os.makedirs(local, exist_ok=True)
 
+    @property
+    def base(self) -> int | None:
+        """The lowest entry a reader may still read (None: no reader)."""
+        return min(self.readers.values(), default=None)
+
     def want_from(self, base: int, reader: str) -> None:
         """Query `reader` may read entries from `base` on."""
-        self.base = base if self.base is None else min(self.base, base)
         self.readers[reader] = min(self.readers.get(reader, base), base)
 
     def advance(self, reader: str, start: int) -> int:
@@ -80,7 +87,7 @@ class FeedMirror:
         whole history, which stays on the URI. Returns how many entries it removed."""
         with self._lock:
             self.readers[reader] = max(self.readers.get(reader, start), start)
-            low = min(self.readers.values())
+            low = self.base or 0
             have = list_entries(self.local)
             top = max(have, default=-1)
             removed = 0
@@ -168,9 +175,7 @@ class FeedMirrors:
             durable = getattr(inp.binding, "options", {}).get("durable")
             mirror = self.feeds.get(durable) if durable is not None else None
             if mirror is not None:
-                start = starts[position] if position < len(starts) else None
-                entries = int(start["entries"]) if isinstance(start, dict) and "entries" in start else 0
-                removed += mirror.advance(reader, entries)
+                removed += mirror.advance(reader, entries_at(starts[position] if position < len(starts) else None))
         return removed
 
     def close(self) -> None:

@@ -183,25 +183,6 @@ def internal_columns(vt: HType, kt: HType | None) -> list[Column]:
     return [F.col("value").alias("v")]
 
 
-def internal_exprs(vt: HType, kt: HType | None) -> list[str]:
-    """`internal_columns` as SQL expressions, for one `selectExpr`: each Column function is a
-    Py4J round trip, and a query's start builds these for every input.
-
-    >>> from hydrolite.planner.spark.types import Prim
-    >>> internal_exprs(Prim(int), Prim(str))
-    ['`key` AS k', '`value` AS v']
-    """
-
-    def q(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
-
-    if kt is not None:
-        return ["`key` AS k", "`value` AS v"]
-    if isinstance(vt, StructT):
-        return [f"struct({', '.join(q(n) for n in vt.names)}) AS v"]
-    return ["`value` AS v"]
-
-
 def external_columns(sf: SFrame, col: Callable[[str], Column] = F.col) -> list[Column]:
     """The external layout of an output, as columns over `sf.df` (or over `sf.base` with
     `col=sf.col`, as `external_df` builds it)."""

@@ -35,7 +35,6 @@ from pyspark.sql.streaming.readwriter import DataStreamReader
 
 from .errors import BadDataError, SparkRunError
 from .files import spark_options
-from .port_api import internal_exprs
 from .ports import FileInput, external_schema
 from .pyfn import ArrowFn, map_in_arrow
 from .records import (
@@ -352,6 +351,22 @@ def sql_str(text: str) -> str:
 def sql_name(name: str) -> str:
     """A column or field name, quoted for Spark SQL."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def internal_exprs(vt: HType, kt: HType | None) -> list[str]:
+    """`ports.internal_columns` (`k` / `v` from the external layout) as SQL expressions, for
+    one `selectExpr`: each Column function is a Py4J round trip, and a query's start builds
+    these for every input.
+
+    >>> from hydrolite.planner.spark.types import Prim
+    >>> internal_exprs(Prim(int), Prim(str))
+    ['`key` AS k', '`value` AS v']
+    """
+    if kt is not None:
+        return ["`key` AS k", "`value` AS v"]
+    if isinstance(vt, StructT):
+        return [f"struct({', '.join(sql_name(n) for n in vt.names)}) AS v"]
+    return ["`value` AS v"]
 
 
 _FIELD = sql_str("field '")
