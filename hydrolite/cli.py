@@ -134,6 +134,15 @@ def _keyed_state_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _history(text: str | None) -> int | str | None:
+    """`--channel-history`: an int, 'all' or the default (None); FlowRunner checks the value.
+
+    >>> [_history(x) for x in ("5", "all", None, "-1")]
+    [5, 'all', None, -1]
+    """
+    return int(text) if text is not None and text.strip().lstrip("-").isdigit() else text
+
+
 # ------------------------------------------------------------------ offsets
 def cmd_offsets(args: argparse.Namespace) -> int:
     import json
@@ -237,6 +246,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         reset_state=args.reset_state,
         lock=lock,
         keyed_state=args.keyed_state,
+        channel_history=_history(args.channel_history),
     )
     for s in runner.plan.stages:
         print(f"hydrolite: query {s.name}: reads {[x.port for x in s.sources]}, writes {[x.port for x in s.sinks]}")
@@ -365,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _keyed_state_option(run)
     _cluster_members_option(run)
+    run.add_argument(
+        "--channel-history",
+        metavar="N|all",
+        help="newest batches of each query whose channel entries stay under the checkpoint (default: Spark's "
+        "spark.sql.streaming.minBatchesToRetain, 100); all: keep every entry (to `hydrolite verify` a long run)",
+    )
     run.add_argument("--verbose", action="store_true", help="keep Spark's own logging (default: Spark errors only)")
     run.add_argument(
         "--progress",

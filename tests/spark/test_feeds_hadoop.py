@@ -53,3 +53,22 @@ def test_heartbeats_run_on_a_hadoop_checkpoint_as_on_a_local_one(
     beats = _entries(disk / "tick0" / "heartbeat")
     assert len(beats) >= 2 and all(b.endswith(".arrow") for b in beats), beats  # the tick ran 3 times for 1 input
     assert not any(n.endswith(":") for n in os.listdir(tmp_path))  # no directory named after the scheme
+
+
+def test_heartbeats_the_query_is_past_are_removed_from_the_uri(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the newest batch's entries kept only (`channel_history=1`), the heartbeat's older
+    entries leave the mounted disk (the highest stays: the next one is appended after it), the
+    answers are the scenario's, and `verify` still replays the run: a heartbeat carries no
+    elements, so a replay never reads one."""
+    monkeypatch.chdir(tmp_path)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    h = SparkHarness(deferred(), spark, str(tmp_path / "io"), checkpoint=viewfs_mount(spark, disk), channel_history=1)
+    h.run(deferred_scenario)
+    beats = _entries(disk / "tick0" / "heartbeat")
+    assert beats[-1] == "_removed_below" and beats[:-1] == ["000000000001.arrow"], beats
+    assert (disk / "tick0" / "heartbeat" / "_removed_below").read_text() == "1"
+    report = verify_runner(h.runner)
+    assert report.identical, str(report)

@@ -52,8 +52,9 @@ def list_entries(path: str) -> dict[int, str]:
 def feed_end(path: str, base: int = 0) -> int:
     """The feed's latest offset: one past its highest entry, at least `base`. A channel has a
     gap where its producer ran a batch without a tick (Spark's first batch without data, a
-    held batch): entries are written in batch order and never removed, so a gap below the
-    highest entry is final, and it holds no elements."""
+    held batch): entries are written in batch order, so a gap below the highest entry is
+    final, and it holds no elements. Entries every reader is past may be removed, never the
+    highest (`retention.py`), so the offset stays."""
     return max([base, *(i + 1 for i in list_entries(path))])
 
 

@@ -110,6 +110,7 @@ class SparkHarness:
         keyed_state: str = "executors",  # conformance covers the executor path wherever it applies
         cluster_sizes: Mapping[str, int] | None = None,
         checkpoint: str | None = None,  # default: `checkpoint` under `directory`; may be a Hadoop URI
+        channel_history: int | str | None = None,  # FlowRunner's: channel entries kept (retention.py)
     ) -> None:
         self.flow = flow if isinstance(flow, Flow) else flow()
         self.plan = plan_flow(self.flow, cluster_sizes)
@@ -128,6 +129,7 @@ class SparkHarness:
             checkpoint=checkpoint or os.path.join(self.dir, "checkpoint"),
             inputs=inputs,
             keyed_state=keyed_state,
+            channel_history=channel_history,
         )
         self.senders: dict[tuple[str, int | None], SparkSender] = {}
         self.receivers: dict[tuple[str, int | None], SparkReceiver] = {}

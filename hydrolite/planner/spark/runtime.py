@@ -49,6 +49,7 @@ from .placement import KEYED_STATE, place_all
 from .ports import FeedInput, FileInput, InputBinding, MemorySink, OutputBinding, parse_input, parse_output
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
+from .retention import FeedRetention, channel_history
 from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
 from .session import STATE_STORE, query_conf, spark_session
 from .stages import Channel, Plan, Stage, plan_flow
@@ -355,6 +356,7 @@ class StageRunner(StageOutputs, HeldBatches):
             self.runner.files.begin(self.stage.name, batch_id, self.remap.listed)
             if self.runner.mirrors is not None:  # mirrored entries below this batch are read for good
                 self.runner.mirrors.advance(self.dir, self.inputs, self.remap.starts)
+            self.runner.retention.advance(self.dir, self.inputs, self.remap.starts)  # retention.py
         for i, rules in self.footer.items():  # before anything reads the batch
             check_files(self.runner.spark, self.inputs[i], rules, files.get(i, []))
         state = self.store.begin(batch_id)
@@ -427,8 +429,10 @@ class FlowRunner:
         lock: CheckpointLock | None = None,
         keyed_state: str = "auto",
         cluster_sizes: Mapping[str, int] | None = None,
+        channel_history: int | str | None = None,
     ) -> None:
-        # cluster_sizes: members per cluster tag (default 2, as the simulator; see cluster.py)
+        # cluster_sizes: members per cluster tag (default 2, as the simulator; see cluster.py);
+        # channel_history: newest batches whose channel entries stay (default Spark's; retention.py)
         self.plan = flow if isinstance(flow, Plan) else plan_flow(flow, cluster_sizes)
         if keyed_state not in KEYED_STATE:
             raise SparkRunError(
@@ -450,7 +454,7 @@ class FlowRunner:
         # before anything is written (the CLI takes it earlier: it writes demo inputs)
         self.lock = lock if lock is not None and lock.checkpoint == self.checkpoint else CheckpointLock(self.checkpoint)
         try:
-            self._setup(inputs, outputs, reset_state)
+            self._setup(inputs, outputs, reset_state, channel_history)
         except BaseException:
             self.lock.release()
             raise
@@ -460,6 +464,7 @@ class FlowRunner:
         inputs: Mapping[str, str | InputBinding] | None,
         outputs: Mapping[str, str | OutputBinding | Callable[[int, list[Any]], object]] | None,
         reset_state: Sequence[str],
+        history: int | str | None,
     ) -> None:
         # feeds (channels, heartbeats) on a Hadoop file system are read from local mirrors: feed_mirror.py
         self.mirrors = FeedMirrors() if not ckfs.is_local(self.checkpoint) else None
@@ -486,6 +491,7 @@ class FlowRunner:
         self.channel_types = {ch.name: self._channel_type(ch) for ch in self.plan.channels}
         pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
+        self.retention = FeedRetention.of(channel_history(history, self.spark), self.stages)
         write_record(self.checkpoint, recon.record())
         record_bindings(self.checkpoint, self.inputs, self.outputs)
         self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded

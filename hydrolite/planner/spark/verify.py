@@ -46,6 +46,7 @@ from .ports import (
     external_schema,
     internal_columns,
 )
+from .retention import removed_below
 from .runtime import HEARTBEAT
 from .stages import Plan, Stage, plan_flow
 from .types import OPAQUE, HType, from_python
@@ -134,9 +135,18 @@ def _entries_of(offset: Any) -> int:
 
 def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[Any]:
     """The elements of feed entries [start, end) in feed order ((k, v) pairs when keyed)."""
+    first, stop = _entries_of(start), _entries_of(end)
+    gone = removed_below(path)
+    if first < min(gone, stop):
+        raise VerifyError(
+            f"feed {path}: entries {first}..{min(gone, stop) - 1} a batch read were removed once every query reading "
+            f"them was past them (entries below {gone} are gone: retention.py); a replay needs every batch's input "
+            "from the first batch on\n  fix: run with FlowRunner(channel_history='all') "
+            "(hydrolite run --channel-history all) to keep every channel entry of a run you will verify"
+        )
     entries = remote_entries(path)
     out: list[Any] = []
-    for i in range(_entries_of(start), _entries_of(end)):
+    for i in range(first, stop):
         if i not in entries:
             continue  # a producer's batch that ran no tick wrote none (`feed.feed_end`)
         table = read_entry(path, entries[i])

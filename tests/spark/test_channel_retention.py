@@ -1,0 +1,80 @@
+"""A checkpoint keeps the channel entries of the newest batches only (`retention.py`), as
+Spark keeps its own logs: two queries joined by a channel run, are stopped, resume, and
+answer exactly as a run that keeps every entry; `verify` says what it can no longer replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from hydrolite.planner.spark.feed import FeedWriter, list_entries
+from hydrolite.planner.spark.retention import SPARK_RETAIN, removed_below
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.types import Prim
+from hydrolite.planner.spark.verify import VerifyError, verify_runner
+from tests.spark.runs import json_batches
+from tests.spark.test_plan import two_ticks
+
+pytestmark = pytest.mark.spark
+
+ROUNDS = ([1, 2], [3], [4, 5, 6], [7], [8, 9], [10])
+
+
+def _runner(spark: SparkSession, d: Path, history: Any) -> FlowRunner:
+    outs = {"counts": f"json:{d / 'counts'}", "doubled": f"json:{d / 'doubled'}"}
+    return FlowRunner(
+        two_ticks(),
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs={"x": f"feed:{d / 'x'}"},
+        outputs=outs,
+        channel_history=history,
+    )
+
+
+def _run(spark: SparkSession, d: Path, history: Any, rounds: Any) -> FlowRunner:
+    """A runner on `d`'s checkpoint that gets each round's elements and processes them."""
+    x = FeedWriter(str(d / "x"), Prim(int))
+    runner = _runner(spark, d, history).start()
+    try:
+        for values in rounds:
+            x.send_many(values)
+            runner.process_all_available()
+    finally:
+        runner.stop()
+    return runner
+
+
+def _answers(d: Path) -> tuple[list[Any], list[Any]]:
+    counts = [r for rows in json_batches(d / "counts").values() for r in rows]
+    doubled = sorted(r for rows in json_batches(d / "doubled").values() for r in rows)
+    return counts, doubled
+
+
+def test_old_channel_entries_go_and_the_answers_stay(spark: SparkSession, tmp_path: Path) -> None:
+    kept, every = tmp_path / "kept", tmp_path / "every"
+    _run(spark, kept, 2, ROUNDS[:4])
+    resumed = _run(spark, kept, 2, ROUNDS[4:])  # a new runner learns the readers' batches anew
+    full = _run(spark, every, "all", ROUNDS)
+    assert _answers(kept) == _answers(every)
+    assert _answers(kept)[1] == [2 * v for r in ROUNDS for v in r]  # nothing lost, nothing twice
+    (channel,) = (kept / "ck" / "channels").iterdir()
+    (whole,) = (every / "ck" / "channels").iterdir()
+    assert len(list_entries(str(whole))) == len(ROUNDS) and removed_below(str(whole)) == 0
+    left = sorted(list_entries(str(channel)))
+    assert len(left) == 2 and left == list(range(len(ROUNDS) - 2, len(ROUNDS))), left
+    assert removed_below(str(channel)) == len(ROUNDS) - 2
+    assert verify_runner(full).identical
+    with pytest.raises(VerifyError, match=r"(?s)entries 0\.\.\d+ a batch read were removed.*channel_history='all'"):
+        verify_runner(resumed)
+
+
+def test_by_default_a_runner_keeps_as_many_batches_as_spark_keeps_logs(spark: SparkSession, tmp_path: Path) -> None:
+    runner = _runner(spark, tmp_path, None)
+    try:
+        assert runner.retention.keep == int(spark.conf.get(SPARK_RETAIN, "100"))
+    finally:
+        runner.stop()
