@@ -1,6 +1,6 @@
 """A checkpoint keeps the channel entries of the newest batches only (`retention.py`), as
 Spark keeps its own logs: two queries joined by a channel run, are stopped, resume, and
-answer exactly as a run that keeps every entry; `verify` says what it can no longer replay."""
+answer every element once; `verify` says what it can no longer replay."""
 
 from __future__ import annotations
 
@@ -55,19 +55,18 @@ def _answers(d: Path) -> tuple[list[Any], list[Any]]:
 
 
 def test_old_channel_entries_go_and_the_answers_stay(spark: SparkSession, tmp_path: Path) -> None:
-    kept, every = tmp_path / "kept", tmp_path / "every"
-    _run(spark, kept, 2, ROUNDS[:4])
-    resumed = _run(spark, kept, 2, ROUNDS[4:])  # a new runner learns the readers' batches anew
-    full = _run(spark, every, "all", ROUNDS)
-    assert _answers(kept) == _answers(every)
-    assert _answers(kept)[1] == [2 * v for r in ROUNDS for v in r]  # nothing lost, nothing twice
-    (channel,) = (kept / "ck" / "channels").iterdir()
-    (whole,) = (every / "ck" / "channels").iterdir()
-    assert len(list_entries(str(whole))) == len(ROUNDS) and removed_below(str(whole)) == 0
+    """Four rounds, a restart, two more, keeping the newest 2 batches' entries: every
+    element doubled once, each round counted in its own batch of the consumer (a round is one
+    producer batch, one channel entry), and only the newest entries left."""
+    _run(spark, tmp_path, 2, ROUNDS[:4])
+    resumed = _run(spark, tmp_path, 2, ROUNDS[4:])  # a new runner learns the readers' batches anew
+    counts, doubled = _answers(tmp_path)
+    assert counts == [len(r) for r in ROUNDS]
+    assert doubled == [2 * v for r in ROUNDS for v in r]  # nothing lost, nothing twice
+    (channel,) = (tmp_path / "ck" / "channels").iterdir()
     left = sorted(list_entries(str(channel)))
-    assert len(left) == 2 and left == list(range(len(ROUNDS) - 2, len(ROUNDS))), left
+    assert left == list(range(len(ROUNDS) - 2, len(ROUNDS))), left
     assert removed_below(str(channel)) == len(ROUNDS) - 2
-    assert verify_runner(full).identical
     with pytest.raises(VerifyError, match=r"(?s)entries 0\.\.\d+ a batch read were removed.*channel_history='all'"):
         verify_runner(resumed)
 
