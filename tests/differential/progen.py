@@ -256,8 +256,17 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is None:
             return
-        what = d.int(0, 3)
-        if what == 0:
+        what = d.int(0, 4)
+        if what == 4 and v.tick is None:  # a top-level anti_join: its keys are literals, whole in every batch
+            keys = sorted({d.int(0, 5) for _ in range(d.int(1, 3))})
+            prog.new(
+                f"{v.name}.map({d.choice(TO_PAIR)}).anti_join(p.source_iter({keys}).map(lambda x: x % 3))"
+                ".map(lambda t: t[1])",
+                "stream",
+                None,
+                ordered=v.ordered,
+            )
+        elif what == 0 or what == 4:
             prog.new(f"{v.name}.map({d.choice(INT_MAPS)})", "stream", v.tick, ordered=v.ordered, source=v.source)
         elif what == 1:
             prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "stream", v.tick, ordered=v.ordered, source=v.source)

@@ -287,3 +287,21 @@ def test_ticks_merged_by_an_align_point_are_one_query() -> None:
     assert q.merged_ticks == tuple(plan.flow.regions[0].merged_ticks) and len(q.merged_ticks) == 2
     assert sorted(s.port for s in q.sinks) == ["a", "b"]
     assert "merged ticks: Tick#0[Process[Server]], Tick#1[Process[Server]]" in render_text(plan)
+
+
+def test_a_top_level_anti_join_takes_keys_of_literals_and_stateless_operators_only() -> None:
+    """Each batch evaluates a top-level `anti_join`'s keys whole (`exec.whole`): keys through
+    map/chain plan, keys through unique() (state across batches) are refused at plan time."""
+    flow = hl.FlowBuilder("anti")
+    p = flow.process(Server)
+    p.source("a", tuple[int, str]).anti_join(p.source_iter([1]).chain(p.source_iter([2])).map(lambda k: k)).sink("o")
+    assert len(plan_flow(flow.finalize()).stages) == 1
+    flow = hl.FlowBuilder("anti2")
+    p = flow.process(Server)
+    p.source("a", tuple[int, str]).anti_join(p.source_iter([1, 1]).unique()).sink("o")
+    with pytest.raises(
+        SparkPlanError,
+        match=r"test_plan.py:\d+: anti_join\(\) at top level needs all its keys in every micro-batch, and they pass "
+        r"through unique\(\) \(at .*test_plan.py:\d+\).*\n.*fix: build the keys from source_iter\(\)",
+    ):
+        plan_flow(flow.finalize())

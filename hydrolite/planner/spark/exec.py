@@ -64,6 +64,7 @@ class BatchCtx:
     #: a native `unique()` / `keys()` -> its elements' counts over all batches (`NativeAggregations.seen`)
     native_seen: dict[int, Any] = field(default_factory=dict)
     live: set[int] | None = None  # the nodes a batch must evaluate (`live_nodes`); None: all
+    whole: bool = False  # `source_iter()` gives all its values, not only in its first batch (`whole`)
     _fresh: itertools.count[int] = field(default_factory=itertools.count)
 
     def key(self, node: n.Node) -> str:
@@ -138,6 +139,30 @@ def one_job_reads(stage: Stage, live: set[int], given: set[int], one_job_sink: C
     if len(sinks) != 1 or not one_job_sink(sinks[0].port) or stage.channels_out or stage.deferred:
         return False
     return all(type(x) in LAZY for x in stage.nodes if id(x) in live and id(x) not in given)
+
+
+def whole(ctx: BatchCtx, node: n.Node) -> Val:
+    """The complete value of a bounded stream at top level, which only `source_iter()`
+    literals and stateless operators build: every batch of the model sees all of it, while on
+    Spark the literals arrive once, in the query's first batch. Its subgraph is evaluated again
+    with each `source_iter()` giving all its values (nothing read or written in the state)."""
+    from dataclasses import replace
+
+    below: dict[int, n.Node] = {}
+    todo = [node]
+    while todo:
+        x = todo.pop()
+        if id(x) not in below:
+            below[id(x)] = x
+            todo.extend(x.children)
+    sub = replace(ctx, vals={}, outputs={}, channel_outputs={}, after=[], whole=True)
+    for x in ctx.stage.nodes:  # in the stage's order: children first
+        if id(x) not in below:
+            continue
+        # stages._check_whole_keys refused any other subgraph at plan time
+        assert id(x) not in ctx.inputs and (isinstance(x, n.SourceIter) or not ctx.stateful(x)), x.op
+        sub.vals[id(x)] = HANDLERS[type(x)](sub, x, [sub.vals[id(c)] for c in x.children])
+    return sub.vals[id(node)]
 
 
 def evaluate(ctx: BatchCtx) -> None:

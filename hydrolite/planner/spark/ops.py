@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 from ...ir import nodes as n
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
-from .exec import BatchCtx, handles
+from .exec import BatchCtx, handles, whole
 from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
@@ -363,11 +363,11 @@ def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
 
 @handles(n.AntiJoin, lazy=True)
 def anti_join(ctx: BatchCtx, node: n.AntiJoin, args: list[Val]) -> Val:
-    if not node.left.meta.in_tick:
-        raise unsupported(node, "at top level", "batch() the stream into a tick first")
     left = sframe(args[0], node)
     l_df, lk, lv = pairs(ctx, node, left)
-    keys = sframe(args[1], node)
+    # at top level the keys are a bounded stream of literals that arrived in the query's first
+    # batch; the model removes them from every element of the left stream, in every batch
+    keys = sframe(args[1] if node.left.meta.in_tick else whole(ctx, node.right), node)
     kt = common_type(lk, keys.vt)
     l_df = encoded(l_df, "k", lk, kt)
     right = encoded(keys.df.select(F.col("v").alias("_key")), "_key", keys.vt, kt)

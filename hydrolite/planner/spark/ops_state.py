@@ -351,6 +351,8 @@ def cycle_source(ctx: BatchCtx, node: n.CycleSource, args: list[Val]) -> Val:
 def source_iter(ctx: BatchCtx, node: n.SourceIter, args: list[Val]) -> Val:
     """A finite literal input: all of it in the query's first batch, nothing afterwards."""
     t = from_python(node.meta.elem) or (of_value(node.values[0]) if node.values else None) or OPAQUE
+    if ctx.whole:  # the whole stream, for an operator that needs all of it in every batch (`exec.whole`)
+        return frame_of(ctx.spark, list(node.values), t)
     found, _ = ctx.state.get(ctx.key(node))
     if not found:
         ctx.state.put(ctx.key(node), True)

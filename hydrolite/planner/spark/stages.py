@@ -216,6 +216,23 @@ def _check_supported(flow: Flow, roles: Roles) -> None:
             _check_no_self_feedback(node)
         if isinstance(node, n.FlatMap) and roles.of(node).role is Role.TOP and not node.input.meta.kind.streamlike:
             _check_versions_per_batch(node, roles)
+        if isinstance(node, n.AntiJoin) and not node.left.meta.in_tick:
+            _check_whole_keys(node, roles)
+
+
+def _check_whole_keys(node: n.AntiJoin, roles: Roles) -> None:
+    """Refuse a top-level `anti_join` whose keys (a bounded stream: literals) pass through an
+    operator that keeps state: each batch evaluates the keys whole again (`exec.whole`), which
+    only stateless operators over `source_iter()` allow."""
+    for x in _top_level_upstream(node.right, lambda x: False):
+        if roles.stateful(x) and not isinstance(x, n.SourceIter):
+            raise SparkPlanError(
+                f"{node.op}() at top level needs all its keys in every micro-batch, and they pass through {x.op}() "
+                f"(at {where(x)}), which keeps state across batches",
+                site=node.site,
+                fix="build the keys from source_iter() and stateless operators (map, filter, chain ...), "
+                "or batch() both sides into a tick",
+            )
 
 
 def _check_no_self_feedback(entry: n.Node) -> None:
