@@ -305,3 +305,22 @@ def test_a_top_level_anti_join_takes_keys_of_literals_and_stateless_operators_on
         r"through unique\(\) \(at .*test_plan.py:\d+\).*\n.*fix: build the keys from source_iter\(\)",
     ):
         plan_flow(flow.finalize())
+
+
+def test_a_cross_product_of_unbounded_streams_keeps_its_history_on_the_executors() -> None:
+    flow = hl.FlowBuilder("x")
+    p = flow.process(Server)
+    p.source("a", int).cross_product(p.source("b", str).map(lambda s: s + "!")).sink("out")
+    (placed,) = [
+        x for s in plan_flow(flow.finalize()).stages if s.placement is not None for x in s.placement.placements
+    ]
+    assert placed.executors and "whole history kept under one key" in placed.why
+    flow = hl.FlowBuilder("x2")
+    p = flow.process(Server)
+    p.source("a", int).unique().cross_product(p.source("b", str)).sink("out")
+    with pytest.raises(
+        SparkPlanError,
+        match=r"test_plan.py:\d+: cross_product\(\) of unbounded streams would keep .*its left side.*\n"
+        r".*fix: feed cross_product\(\) straight from the query's inputs",
+    ):
+        plan_flow(flow.finalize())

@@ -288,6 +288,7 @@ class _JoinFn:
     """A join of unbounded streams: both sides' elements so far, per key."""
 
     out: int  # the tag of its output rows
+    cross: bool = False  # a cross product: one key (None), pairs (a, b) without it
 
 
 #: what a chain's rows are to the state they reach
@@ -364,12 +365,9 @@ class _Processor(StatefulProcessor):
             return
         self.value.update((pickle.dumps((lefts + new_l, rights + new_r), protocol=5),))
         zero = (0, "", 0, 0, 0)  # a join's output has no order
-        for a in new_l:
-            for b in rights:
-                out.append(_answer(fn.out, zero, None, (k, (a, b))))
-        for a in lefts + new_l:
-            for b in new_r:
-                out.append(_answer(fn.out, zero, None, (k, (a, b))))
+        pairs = [(a, b) for a in new_l for b in rights] + [(a, b) for a in lefts + new_l for b in new_r]
+        for pair in pairs:
+            out.append(_answer(fn.out, zero, None, pair if fn.cross else (k, pair)))
 
     def close(self) -> None:
         pass
@@ -446,11 +444,12 @@ class ExecutorRegion:
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
         for j in region.joins:
-            key = keys[id(j.node)]
-            lt, _ = self._chain(j.left, key, LEFT, _Op("into_keyed", False, None, _site(j.node, stage)))
-            rt, _ = self._chain(j.right, key, RIGHT, _Op("into_keyed", False, None, _site(j.node, stage)))
-            self.aggs[key] = _JoinFn(j.left.tag)
-            self.answers[id(j.node)] = (j.left.tag, None, _join_type(lt, rt))
+            key, cross = keys[id(j.node)], isinstance(j.node, n.CrossProduct)
+            split = _Op("values" if cross else "into_keyed", False, None, _site(j.node, stage))  # cross: key None
+            lt, _ = self._chain(j.left, key, LEFT, split)
+            rt, _ = self._chain(j.right, key, RIGHT, split)
+            self.aggs[key] = _JoinFn(j.left.tag, cross)
+            self.answers[id(j.node)] = (j.left.tag, None, TupleT((lt, rt)) if cross else _join_type(lt, rt))
 
     def _chain(self, ch: Chain, state: str, role: str, pairs: _Op | None = None) -> tuple[HType, HType | None]:
         inp = self.by_node[id(ch.input)]

@@ -96,9 +96,10 @@ class ExecutorLookup:
 
 @dataclass(frozen=True)
 class ExecutorJoin:
-    """A join of two unbounded streams, both sides' history kept per key on the executors."""
+    """A join of two unbounded streams, both sides' history kept per key on the executors (a
+    cross product: all of it under one key, one task's state)."""
 
-    node: n.Join
+    node: n.Join | n.CrossProduct
     left: Chain
     right: Chain
 
@@ -245,7 +246,7 @@ def place(
         if rows is not None:
             placements.append(Placement(node, False, rows, rows=True))
             continue
-        if not executors and not (joins_here and isinstance(node, n.Join)):
+        if not executors and not (joins_here and isinstance(node, (n.Join, n.CrossProduct))):
             _refuse_unbounded_join(node, why_driver)
             # a state no option moves says its own reason; one the option kept from the native
             # path (a count of occurrences it could have taken) says the option
@@ -255,13 +256,13 @@ def place(
             why = (_not_partitioned(node) or why_driver) if moot else why_driver
             placements.append(Placement(node, False, why + not_native))
             continue
-        if isinstance(node, n.Join):
+        if isinstance(node, (n.Join, n.CrossProduct)):
             side = finder.join_of(node)
             if isinstance(side, str):
                 _refuse_unbounded_join(node, side)
             else:
                 placed_joins.append(side)
-                placements.append(Placement(node, True, "a join of unbounded streams: both sides kept per key"))
+                placements.append(Placement(node, True, _JOIN_WHY[type(node)]))
             continue
         _refuse_unbounded_join(node, "")
         found = finder.region_of(node, len(states))
@@ -307,6 +308,13 @@ def _deferred_rows(node: n.Node) -> str | None:
     )
 
 
+_JOIN_WHY = {
+    n.Join: "a join of unbounded streams: both sides kept per key",
+    n.CrossProduct: "a cross product of unbounded streams: both sides' whole history kept under one key, by one "
+    "task (it grows with the run, as the model's does)",
+}
+
+
 def _refuse_unbounded_join(node: n.Node, why: str) -> None:
     if isinstance(node, (n.Join, n.CrossProduct)):
         from .stages import SparkPlanError
@@ -315,8 +323,8 @@ def _refuse_unbounded_join(node: n.Node, why: str) -> None:
         raise SparkPlanError(
             f"{node.op}() of unbounded streams would keep their whole history on the driver in every batch{because}",
             site=node.site,
-            fix="feed join() straight from the query's inputs through element-wise operators (its state then lives "
-            "on the executors), or batch() both sides into a tick and combine the batches there",
+            fix=f"feed {node.op}() straight from the query's inputs through element-wise operators (its state then "
+            "lives on the executors), or batch() both sides into a tick and combine the batches there",
         )
 
 
@@ -366,7 +374,7 @@ class _Finder:
         self.tags += 1
         return Chain(self.tags - 1, x, tuple(reversed(ops)))
 
-    def join_of(self, node: n.Join) -> ExecutorJoin | str:
+    def join_of(self, node: n.Join | n.CrossProduct) -> ExecutorJoin | str:
         """The executor form of a join of unbounded streams, or why there is none."""
         blocked = self._blocker()
         if blocked is not None:
