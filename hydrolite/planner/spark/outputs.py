@@ -15,6 +15,7 @@ from . import ckfs
 from .errors import SparkRunError
 from .exec import BatchCtx
 from .feed import FeedWriter, arrow_bytes, entry_table
+from .port_api import ValuesSink, collect_many
 from .ports import ChannelOutput, FileOutput, SinkCtx
 from .pyfn import map_in_arrow, reencode
 from .run_support import record_sink_type
@@ -50,6 +51,12 @@ class StageOutputs:
         is not committed and its replay rewrites every sink."""
         sinks = self.stage.sinks
         files = [k for k in sinks if isinstance(self.runner.outputs[k.port], FileOutput)]
+        # memory, callback and console sinks: read by one Spark job together, delivered in order
+        as_values = [k for k in sinks if isinstance(self.runner.outputs[k.port], ValuesSink)]
+        collected: dict[str, list[Any]] = {}
+        if len(as_values) > 1:
+            got = collect_many([ctx.outputs[k.port] for k in as_values])
+            collected = {k.port: values for k, values in zip(as_values, got)}
         threads: list[Any] = []
         errors: list[BaseException] = []
         if len(files) > 1:
@@ -71,7 +78,7 @@ class StageOutputs:
                     continue
                 if done:
                     self._hook("between_sinks", batch_id)
-                self._write_sink(sink, ctx, batch_id)
+                self._write_sink(sink, ctx, batch_id, collected.get(sink.port))
                 done += 1
             if threads:
                 threads[0].join()
@@ -83,9 +90,15 @@ class StageOutputs:
         if errors:
             raise errors[0]
 
-    def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int) -> None:
+    def _write_sink(self, sink: n.Sink, ctx: BatchCtx, batch_id: int, values: list[Any] | None = None) -> None:
+        """Write one sink; `values`: its batch already collected (a `ValuesSink`)."""
         sctx = SinkCtx(sink.port, batch_id, self.store, self.stage.name, self.dir)
-        rows = self.runner.outputs[sink.port].write(sctx, ctx.outputs[sink.port])
+        out = self.runner.outputs[sink.port]
+        if values is not None:
+            assert isinstance(out, ValuesSink)
+            rows: int | None = out.deliver(sctx, values)
+        else:
+            rows = out.write(sctx, ctx.outputs[sink.port])
         if sink.port not in self.runner.typed_sinks:  # once per run: the types do not change
             record_sink_type(self.runner.checkpoint, sink.port, ctx.outputs[sink.port])
             self.runner.typed_sinks.add(sink.port)

@@ -26,7 +26,7 @@ import json
 import re
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
@@ -292,9 +292,51 @@ class OutputBinding(ABC):
         """A few words for progress lines and errors (`postgres table orders`)."""
 
 
+class ValuesSink(OutputBinding):
+    """A sink that takes each batch as Python values (memory, callbacks, the console). The
+    batch's sinks of this kind are read together by one Spark job (`collect_many`), then each
+    gets its own values through `deliver`, in the program's sink order."""
+
+    one_job = True  # one collect
+
+    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
+        return self.deliver(ctx, collect_values(sf))
+
+    @abstractmethod
+    def deliver(self, ctx: SinkCtx, values: list[Any]) -> int:
+        """Hand over one batch's values (idempotent by batch id); returns how many."""
+
+
 def collect_values(sf: SFrame) -> list[Any]:
     """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
-    rows = sf.select(*(sf.col(c).alias(c) for c in sf.cols())).collect()
+    return _values(sf, sf.select(*(sf.col(c).alias(c) for c in sf.cols())).collect())
+
+
+def collect_many(frames: Sequence[SFrame]) -> list[list[Any]]:
+    """`collect_values` of each frame, read by one Spark job: the frames (one batch's sinks)
+    as one union, each frame's rows in a struct column of its own (`_s<i>`) beside its index
+    `_sink`. Each extra job would cost the batch its fixed overhead again and read the batch
+    again (with every Python function on the way).
+
+        >>> collect_many([])
+        []
+    """
+    if len(frames) <= 1:
+        return [collect_values(sf) for sf in frames]
+    union = None
+    for i, sf in enumerate(frames):
+        part = sf.select(F.lit(i).alias("_sink"), F.struct(*(sf.col(c).alias(c) for c in sf.cols())).alias(f"_s{i}"))
+        union = part if union is None else union.unionByName(part, allowMissingColumns=True)
+    assert union is not None
+    rows: list[list[Any]] = [[] for _ in frames]
+    for r in union.collect():
+        i = r["_sink"]
+        rows[i].append(r[f"_s{i}"])
+    return [_values(sf, got) for sf, got in zip(frames, rows)]
+
+
+def _values(sf: SFrame, rows: list[Any]) -> list[Any]:
+    """Rows of `sf`'s columns (`cols()`) as its Python values, in the stream's order."""
     if sf.order:
         rows.sort(key=lambda r: tuple(r[c] for c in sf.order))
     if sf.keyed:

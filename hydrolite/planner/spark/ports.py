@@ -64,6 +64,7 @@ from .port_api import (
     InputBinding,
     OutputBinding,
     SinkCtx,
+    ValuesSink,
     collect_values,
     external_columns,
     external_df,
@@ -243,16 +244,13 @@ def parse_input(spec: str | InputBinding) -> InputBinding:
 
 
 # ------------------------------------------------------------------ outputs
-class MemorySink(OutputBinding):
+class MemorySink(ValuesSink):
     """Keeps every batch's values in this process, keyed by batch id (a replay replaces them)."""
-
-    one_job = True  # one collect
 
     def __init__(self) -> None:
         self.batches: dict[int, list[Any]] = {}
 
-    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
-        values = collect_values(sf)
+    def deliver(self, ctx: SinkCtx, values: list[Any]) -> int:
         self.batches[ctx.batch_id] = values
         return len(values)
 
@@ -263,17 +261,14 @@ class MemorySink(OutputBinding):
         return "memory"
 
 
-class CallbackSink(OutputBinding):
+class CallbackSink(ValuesSink):
     """Calls `f(batch_id, values)` once per batch id (skipped on replay once it returned)."""
-
-    one_job = True  # one collect
 
     def __init__(self, f: Callable[[int, list[Any]], object], name: str = "callback") -> None:
         self.f = f
         self.name = name
 
-    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
-        values = collect_values(sf)
+    def deliver(self, ctx: SinkCtx, values: list[Any]) -> int:
         if not ctx.store.delivered(ctx.port, ctx.batch_id):
             self.f(ctx.batch_id, values)
             ctx.store.mark_delivered(ctx.port, ctx.batch_id)
@@ -312,16 +307,13 @@ def parse_output(spec: str | OutputBinding | Callable[[int, list[Any]], object])
     return registry().bind_output(spec)
 
 
-class ConsoleSink(OutputBinding):
+class ConsoleSink(ValuesSink):
     """Prints each batch (the first `limit` elements) to stdout."""
-
-    one_job = True  # one collect
 
     def __init__(self, limit: int = 10) -> None:
         self.limit = limit
 
-    def write(self, ctx: SinkCtx, sf: SFrame) -> int:
-        values = collect_values(sf)
+    def deliver(self, ctx: SinkCtx, values: list[Any]) -> int:
         shown = ", ".join(repr(v) for v in values[: self.limit])
         more = f", ... ({len(values) - self.limit} more)" if len(values) > self.limit else ""
         print(
@@ -380,6 +372,7 @@ __all__ = [
     "internal_columns",
     "external_columns",
     "external_df",
+    "ValuesSink",
     "collect_values",
     "InputBinding",
     "FileInput",
