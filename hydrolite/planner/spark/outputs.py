@@ -46,9 +46,10 @@ class StageOutputs:
 
         File sinks are independent Spark jobs: they run concurrently (one inheritable thread
         each, so Spark's per-query properties follow them), which hides each job's fixed
-        driver-side cost; other sinks (memory, callbacks, console) run in order, in this
-        thread. A crash between two sinks (`between_sinks`) is the same as before: the batch
-        is not committed and its replay rewrites every sink."""
+        driver-side cost; sinks that take Python values (memory, callbacks, console:
+        `ValuesSink`) are read together by one Spark job first, then delivered in order in
+        this thread. A crash between two sinks (`between_sinks`) is the same as before: the
+        batch is not committed and its replay rewrites every sink."""
         sinks = self.stage.sinks
         files = [k for k in sinks if isinstance(self.runner.outputs[k.port], FileOutput)]
         # memory, callback and console sinks: read by one Spark job together, delivered in order
