@@ -92,3 +92,15 @@ def test_channel_history_refuses_what_is_not_a_count_or_all(bad: object) -> None
 def test_channel_history_values() -> None:
     assert channel_history(5, None) == 5
     assert channel_history("all", None) is None
+
+
+def test_a_long_window_removes_in_steps_of_a_tenth(tmp_path: Path) -> None:
+    ch = _feed(tmp_path / "ch", 40)
+    ins = [_spec("channel:c", ch)]
+    r = FeedRetention(20, {ch: {"q"}})
+    assert r.step == 2
+    removed = [r.advance("q", ins, [_at(b)]) for b in range(40)]
+    # batch b starts at entry b; from batch 19 on the window's oldest start is b - 19, and the
+    # entries below it go once it has moved two past the last removal
+    assert removed[:21] == [0] * 21 and removed[21:24] == [2, 0, 2]
+    assert min(list_entries(ch)) == removed_below(ch) == 20  # the newest 20 batches read from 20 on

@@ -12,7 +12,7 @@ newest `keep` batches of every reading query read, and removes older ones:
   never reads below the start of `b` again, and the newest `keep` batches of `r` read nothing
   below the start of batch `b - keep + 1`;
 * an entry is removed once it is below that start for every reader of its feed (the plan
-  says which queries read it) — but the highest, since a feed's offset is one past its highest
+  says which queries read it), in steps of a tenth of the window — but the highest, since a feed's offset is one past its highest
   entry (`feed.feed_end`), and a heartbeat is appended there;
 * before removing, `_removed_below` in the feed's directory records the bound, so that
   `verify` (which replays a run from its first batch) says which entries are gone instead of
@@ -82,6 +82,9 @@ class FeedRetention:
         self.readers = {feed: set(r) for feed, r in readers.items()}
         self._starts: dict[tuple[str, str], deque[int]] = {}
         self._done: dict[str, int] = {}  # feed -> the bound already applied by this runner
+        #: entries the bound moves by before the next removal: one listing and one write of the
+        #: bound per tenth of the window, not per batch (a listing costs a round trip on S3)
+        self.step = max(1, (keep or 1) // 10)
         self._lock = threading.Lock()  # queries run their batches on their own threads
 
     @classmethod
@@ -124,7 +127,7 @@ class FeedRetention:
                     continue
                 self.note(feed, reader, entries_at(starts[position] if position < len(starts) else None))
                 low = self.low(feed)
-                if low is not None and low > self._done.get(feed, 0):
+                if low is not None and low >= self._done.get(feed, 0) + self.step:
                     removed += _remove_below(feed, low)
                     self._done[feed] = low
         return removed
