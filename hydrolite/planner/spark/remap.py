@@ -288,6 +288,7 @@ class RemapLog:
         self.listed: dict[str, list[tuple[str, int]]] = {}
         # where the last recorded batch started: Spark's offsets of the batch before, per input
         self.starts: list[Any] = []
+        self.ends: list[Any] = []  # the newest recorded batch's end offsets, one per input
 
     # ---------------------------------------------------------- recording one batch
     def record(self, batch_id: int) -> dict[int, list[str]]:
@@ -301,7 +302,7 @@ class RemapLog:
         text = ckfs.read_text(offsets_path)
         if text is None:
             raise SparkRunError(f"Spark has no offset log entry {offsets_path} for the batch it is running")
-        ends = offset_lines(text)
+        ends = self.ends = offset_lines(text)
         prev = self.starts = self._previous_ends(batch_id, spark_dir)
         uris: dict[int, list[str]] = {}
         files: dict[str, list[str]] = {}

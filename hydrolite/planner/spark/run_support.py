@@ -167,3 +167,33 @@ def bad_input_error(runner: Any, text: str, exc: Exception, batch_id: int) -> Ba
                 f"{detail or describe_spark_error(exc)}"
             )
     return None
+
+
+def left_out_elements(runner: Any, uris: Mapping[int, list[str]]) -> bool:
+    """Whether an input the tick's rows leave out (read only by the native aggregations or
+    the executor region: `StageRunner.in_tick`) had elements in the batch being run. Its rows
+    are not in the batch's DataFrame, yet the model runs the tick for them (a snapshot in it
+    emits), and `verify` replays a first batch with any input. Asked only of a first batch
+    whose own rows are empty; the inputs are read back as `verify` reads them (`uris`: a file
+    input's files, as the remap log listed them). An input of another kind counts as having
+    elements: the tick runs, which is always legal."""
+    from .ports import FeedInput, FileInput
+    from .remap import local_path
+    from .verify import read_feed, read_files
+
+    starts, ends = runner.remap.starts, runner.remap.ends
+    for i, inp in enumerate(runner.inputs):
+        if inp.node is None or runner.in_tick[i]:
+            continue
+        b = inp.binding
+        if isinstance(b, FeedInput):
+            path = b.options.get("durable") or b.path  # a URI checkpoint's feeds are mirrored
+            start, end = (starts[i] if i < len(starts) else None), (ends[i] if i < len(ends) else None)
+            found = read_feed(path, start, end, inp.vt, inp.kt)
+        elif isinstance(b, FileInput):
+            found = read_files(runner.runner.spark, b, [local_path(u) for u in uris.get(i, [])], inp.vt, inp.kt)
+        else:
+            return True
+        if found:
+            return True
+    return False

@@ -32,7 +32,7 @@ from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
 from ...ir.roles import static_initial
-from . import ckfs, ops, ops_state  # noqa: F401  (ops, ops_state: register the node handlers)
+from . import ckfs, ops, ops_state, run_support  # noqa: F401  (ops, ops_state: register the node handlers)
 from .errors import SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
@@ -366,7 +366,7 @@ class StageRunner(StageOutputs, HeldBatches):
         if check_empty or not self.one_job:  # more than one job reads the batch: cache it
             df = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            if check_empty and df.isEmpty():
+            if check_empty and df.isEmpty() and not run_support.left_out_elements(self, files):
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
             quarantined = [
                 (i, inp.name, inp.binding)
