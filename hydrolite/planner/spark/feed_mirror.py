@@ -42,7 +42,7 @@ from . import ckfs
 from .feed import entry_name, feed_end, list_entries
 from .scratch import scratch_dir
 
-__all__ = ["FeedMirror", "FeedMirrors", "mirror_inputs", "needed_from", "read_entry", "remote_entries"]
+__all__ = ["FeedMirror", "FeedMirrors", "durable_dir", "mirror_inputs", "needed_from", "read_entry", "remote_entries"]
 
 
 def needed_from(newest: list[Any] | None, before: list[Any] | None, position: int) -> int:
@@ -52,6 +52,13 @@ def needed_from(newest: list[Any] | None, before: list[Any] | None, position: in
     if newest is None or before is None or position >= len(before):
         return 0
     return entries_at(before[position])
+
+
+def durable_dir(binding: Any) -> str:
+    """Where a feed input's entries are kept for good: on a URI checkpoint the URI its mirror
+    copies (`mirror_inputs` sets `durable`), else the directory the query reads."""
+    path: str = binding.options.get("durable") or binding.path
+    return path
 
 
 def entries_at(offset: Any) -> int:

@@ -41,7 +41,7 @@ from typing import Any
 
 from . import ckfs
 from .errors import SparkRunError
-from .feed_mirror import entries_at, remote_entries
+from .feed_mirror import durable_dir, entries_at, remote_entries
 
 __all__ = ["REMOVED_BELOW", "FeedRetention", "channel_history", "removed_below"]
 
@@ -86,6 +86,7 @@ class FeedRetention:
         #: bound per tenth of the window, not per batch (a listing costs a round trip on S3)
         self.step = max(1, (keep or 1) // 10)
         self._lock = threading.Lock()  # queries run their batches on their own threads
+        self._feed_of: dict[int, str | None] = {}  # an `InputSpec` (by id) -> its feed, looked at once
 
     @classmethod
     def of(cls, keep: int | None, stages: Sequence[Any]) -> FeedRetention:
@@ -122,7 +123,9 @@ class FeedRetention:
         removed = 0
         with self._lock:
             for position, inp in enumerate(inputs):
-                feed = _own_feed(inp)
+                if id(inp) not in self._feed_of:
+                    self._feed_of[id(inp)] = _own_feed(inp)
+                feed = self._feed_of[id(inp)]
                 if feed is None:
                     continue
                 self.note(feed, reader, entries_at(starts[position] if position < len(starts) else None))
@@ -140,9 +143,7 @@ def _own_feed(inp: Any) -> str | None:
 
     if not (inp.name.startswith("channel:") or inp.name == HEARTBEAT):
         return None
-    options = getattr(inp.binding, "options", {})
-    path: str = options.get("durable") or inp.binding.path  # a URI checkpoint's feeds are read from mirrors
-    return path
+    return durable_dir(inp.binding)
 
 
 def _remove_below(feed: str, low: int) -> int:

@@ -177,6 +177,7 @@ def left_out_elements(runner: Any, uris: Mapping[int, list[str]]) -> bool:
     whose own rows are empty; the inputs are read back as `verify` reads them (`uris`: a file
     input's files, as the remap log listed them). An input of another kind counts as having
     elements: the tick runs, which is always legal."""
+    from .feed_mirror import durable_dir
     from .ports import FeedInput, FileInput
     from .remap import local_path
     from .verify import read_feed, read_files
@@ -187,9 +188,8 @@ def left_out_elements(runner: Any, uris: Mapping[int, list[str]]) -> bool:
             continue
         b = inp.binding
         if isinstance(b, FeedInput):
-            path = b.options.get("durable") or b.path  # a URI checkpoint's feeds are mirrored
             start, end = (starts[i] if i < len(starts) else None), (ends[i] if i < len(ends) else None)
-            found = read_feed(path, start, end, inp.vt, inp.kt)
+            found = read_feed(durable_dir(b), start, end, inp.vt, inp.kt)
         elif isinstance(b, FileInput):
             found = read_files(runner.runner.spark, b, [local_path(u) for u in uris.get(i, [])], inp.vt, inp.kt)
         else:
