@@ -30,6 +30,8 @@ first, last, median batch; per distinct key), peak RSS of the Python driver and 
 (VmHWM from /proc; in local mode the JVM also runs the executors and RocksDB), the peak
 PSS of the Python workers, and CPU time per micro-batch of the Python driver and the JVM
 (under `local-cluster` the JVM is the driver's alone: the figures for driver flatness).
+With `--repeat N`, every repetition runs each path once (in reverse order every other time)
+and the ratios are also given paired by repetition: their median and how many reach 1.0.
 
     python benchmarks/bench_state_paths.py                       # 4 x 5k rows over 10k keys
     python benchmarks/bench_state_paths.py --keys 1000000 --batches 4 --rows 100000 --paths count-native,kv-hydro
@@ -201,6 +203,29 @@ def _rate(r: dict[str, Any]) -> float:
     return float(r["rows"] / r["elapsed"])
 
 
+def paired(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Each path's rows/s over its baseline's (count-native; kv-twsp for kv paths) in the same
+    repetition, run next to each other: on a shared machine the load moves between
+    repetitions more than between two neighbouring runs, so these ratios are steadier than
+    the ratio of the two medians."""
+    lines = []
+    for path, rs in runs.items():
+        base = "kv-twsp" if path.startswith("kv") and "kv-twsp" in runs else "count-native"
+        if path == base or base not in runs or path.startswith("kv") != base.startswith("kv"):
+            continue
+        of_rep = {b["rep"]: b for b in runs[base] if "rep" in b}
+        ratios = [_rate(r) / _rate(of_rep[r["rep"]]) for r in rs if r.get("rep") in of_rep]
+        if len(ratios) < 2:
+            continue
+        each = ", ".join(f"{x:.2f}" for x in ratios)
+        at_least = sum(x >= 1.0 for x in ratios)
+        lines.append(
+            f"{path} / {base}, paired by repetition: median {statistics.median(ratios):.3f}x, "
+            f"{at_least} of {len(ratios)} >= 1.0 ({each})"
+        )
+    return lines
+
+
 def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> None:
     """The table (per path, its median run by rows/s): throughput, ratios, latency, peak RSS."""
     med = {p: sorted(rs, key=_rate)[(len(rs) - 1) // 2] for p, rs in runs.items()}
@@ -222,6 +247,8 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
             f"{r['load']:5.1f}  {'WRONG' if any(x['check'] for x in rs) else 'ok'}"
             + (f"  rows/s of the {len(rs)} runs: {each}" if len(rs) > 1 else "")
         )
+    for line in paired(runs):
+        print(line)
     peaks = "reset after the warm-up" if all(r["peak_after_warmup"] for r in med.values()) else "warm-up included"
     print(
         "\nrows = input rows (the files' rows, the same for every path of a kind; Spark's numInputRows counts a row per branch reading it); s = start to end of the availableNow query; first / last / "
@@ -268,8 +295,12 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     failed = []
     try:
-        for rep, path in ((r, p) for r in range(args.repeat) for p in paths):
+        # every other repetition runs the paths in reverse order: a slot that is faster on this
+        # machine (the first run after a pause, say) favours no path in the paired ratios
+        order = ((r, p) for r in range(args.repeat) for p in (paths if r % 2 == 0 else paths[::-1]))
+        for rep, path in order:
             res = run_worker(args, path, base, os.path.join(base, "warm"))
+            res["rep"] = rep
             if "error" in res:  # say so and go on: one failing path must not hide the others' figures
                 print(f"  run {rep + 1} {path}: FAILED ({res['error'].splitlines()[0]})", flush=True)
                 failed.append(res)
