@@ -114,9 +114,10 @@ def classify(flow: Flow) -> Roles:
 
 def static_initial(node: Node) -> tuple[bool, object]:
     """The version a singleton has before any input arrives, when it is known statically:
-    a fold's init, a count's 0, a map of those, and the `latest()` bridge the alignment pass
-    puts on a carried one (readers of the bridge see that version from the start, in the
-    simulator and on Spark). (False, None) otherwise."""
+    a fold's init, a count's 0, `unwrap_or(d)` of an optional that starts empty (`d`), a map
+    of those, and the `latest()` bridge the alignment pass puts on a carried one (readers of
+    the bridge see that version from the start, in the simulator and on Spark). (False, None)
+    otherwise."""
     from . import nodes as nd
     from .meta import Kind
 
@@ -128,7 +129,46 @@ def static_initial(node: Node) -> tuple[bool, object]:
         return True, 0
     if isinstance(node, nd.Fold):
         return True, node.init
+    if isinstance(node, nd.UnwrapOr):
+        known, present, value = optional_initial(node.input)
+        return (True, value if present else node.default) if known else (False, None)
     if isinstance(node, nd.Map):
         has, value = static_initial(node.input)
         return (True, node.f(value)) if has else (False, None)
     return False, None
+
+
+def optional_initial(node: Node) -> tuple[bool, bool, object]:
+    """(known, present, value): the version an optional singleton has before any input
+    arrives, when known statically. A reduce, first or last of an unbounded stream starts
+    empty (as an optional read from another query does on Spark before its first version);
+    a map keeps it empty; a filter of a singleton with a static initial version keeps it or
+    not; a singleton is present with its static initial version.
+
+        >>> import hydrolite as hl
+        >>> class P: ...
+        >>> p = hl.FlowBuilder("initial").process(P)
+        >>> best = p.source("xs", int).reduce_commutative(max)
+        >>> optional_initial(best.node), static_initial(best.unwrap_or(-1).node)
+        ((True, False, None), (True, -1))
+    """
+    from . import nodes as nd
+    from .meta import Kind
+
+    if node.meta.kind is Kind.SINGLETON:
+        has, value = static_initial(node)
+        return has, has, value
+    if node.meta.kind is not Kind.OPTIONAL:
+        return False, False, None
+    if isinstance(node, nd.Latest):
+        return optional_initial(node.input) if role_of(node.input) is Role.CARRIED else (False, False, None)
+    if isinstance(node, (nd.Reduce, nd.First, nd.Last)):
+        unbounded_stream = node.input.meta.kind.streamlike and not node.input.meta.bounded
+        return (True, False, None) if unbounded_stream else (False, False, None)
+    if isinstance(node, nd.Map):
+        known, present, value = optional_initial(node.input)
+        return (known, present, node.f(value) if present else None) if known else (False, False, None)
+    if isinstance(node, nd.Filter) and node.input.meta.kind is Kind.SINGLETON:
+        has, value = static_initial(node.input)
+        return (True, bool(node.f(value)), value) if has else (False, False, None)
+    return False, False, None
