@@ -1,6 +1,7 @@
 """Long differential run: many generated programs on Spark, each replayed in the simulator.
 
     python -m tests.differential.run_long --programs 1000 --seed 0 [--out DIR]
+    python -m tests.differential.run_long --clusters --programs 200 --seed 0   # cluster programs
 
 Prints one line per program, then programs tried, outcomes (identical / refused with a
 clear planner error / divergent / error) and, for each divergence, a shrunk reproducer:
@@ -19,19 +20,41 @@ import sys
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from tests.differential.harness import Outcome, run_case
+from tests.differential.harness_cluster import run_cluster_case
 from tests.differential.progen import RandomDraw, generate, inputs
+from tests.differential.progen_cluster import CLUSTER_PORTS, PROCESS_PORTS, cluster_inputs, generate_cluster
 
 Steps = list[dict[str, list[Any]]]
 
 
-def _safe(spark: Any, source: str, steps: Steps) -> Outcome:
+Runner = Callable[[Any, str, Steps], Outcome]
+
+
+def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> Outcome:
     try:
-        return run_case(spark, source, steps)
+        return runner(spark, source, steps)
     except Exception:
         return Outcome("error", traceback.format_exc(limit=8))
+
+
+def _draw(seed: int, clusters: bool) -> tuple[str, Steps, Runner, str]:
+    """The program, inputs and runner of one seed, and what to add to its reproducer: a plain
+    program (`progen`) or a cluster program (`progen_cluster`, run with its member count)."""
+    d = RandomDraw(random.Random(seed))
+    if not clusters:
+        return generate(d).source(), inputs(d, ["xs", "ys", "ks", "ws"]), run_case, ""
+    cp = generate_cluster(d, max_ops=6)
+    sizes = {"W": cp.members}
+
+    def runner(spark: Any, source: str, steps: Steps) -> Outcome:
+        return run_cluster_case(spark, source, steps, sizes)
+
+    steps = cluster_inputs(d, [*CLUSTER_PORTS, *PROCESS_PORTS], cp.members)
+    return cp.source(), steps, runner, f"MEMBERS = {cp.members}\n"
 
 
 def _bad(out: Outcome) -> bool:
@@ -45,9 +68,11 @@ def _signature(out: Outcome) -> str:
     return out.status + ("|" + lines[-1] if out.status == "error" and lines else "")
 
 
-def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str, Steps, Outcome]:
+def shrink(
+    spark: Any, source: str, steps: Steps, budget: int = 60, runner: Runner = run_case
+) -> tuple[str, Steps, Outcome]:
     """Delete program lines, then input elements, while the case still fails the same way."""
-    first = _safe(spark, source, steps)
+    first = _safe(spark, source, steps, runner)
     status = _signature(first)
     head, _, rest = source.partition("def build() -> hl.Flow:\n")
     body = rest.splitlines()
@@ -60,7 +85,7 @@ def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str
             trial = body[:i] + body[i + 1 :]
             text = head + "def build() -> hl.Flow:\n" + "\n".join(trial) + "\n"
             runs += 1
-            out = _safe(spark, text, steps)
+            out = _safe(spark, text, steps, runner)
             if _signature(out) == status:
                 body, best = trial, out
                 fixed = {0, 1, len(body) - 1}
@@ -73,7 +98,7 @@ def shrink(spark: Any, source: str, steps: Steps, budget: int = 60) -> tuple[str
                 trial_steps = [dict(s) for s in steps]
                 trial_steps[si][port] = steps[si][port][:j] + steps[si][port][j + 1 :]
                 runs += 1
-                out = _safe(spark, source, trial_steps)
+                out = _safe(spark, source, trial_steps, runner)
                 if _signature(out) == status:
                     steps, best = trial_steps, out
                 j -= 1
@@ -87,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "found"))
     ap.add_argument("--no-shrink", action="store_true")
+    ap.add_argument("--clusters", action="store_true", help="generate cluster programs (progen_cluster)")
     ap.add_argument(
         "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
     )
@@ -104,25 +130,25 @@ def main(argv: list[str] | None = None) -> int:
     found: list[str] = []
     t0 = time.time()
     for i, seed in enumerate(seeds):
-        d = RandomDraw(random.Random(seed))
-        source = generate(d).source()
-        steps = inputs(d, ["xs", "ys", "ks", "ws"])
+        source, steps, runner, extra = _draw(seed, args.clusters)
         t = time.time()
-        out = _safe(spark, source, steps)
+        out = _safe(spark, source, steps, runner)
         counts[out.status] += 1
         print(f"program {i + 1}/{len(seeds)} seed={seed}: {out.status} ({time.time() - t:.1f}s)", flush=True)
         if _bad(out):
-            small, small_steps, shrunk = (source, steps, out) if args.no_shrink else shrink(spark, source, steps)
+            small, small_steps, shrunk = (
+                (source, steps, out) if args.no_shrink else shrink(spark, source, steps, runner=runner)
+            )
             os.makedirs(args.out, exist_ok=True)
             path = os.path.join(args.out, f"seed_{seed}.py")
             with open(path, "w") as fh:
+                header = '"""A generated cluster program' if args.clusters else '"""A generated program'
                 fh.write(
                     small.replace(
-                        '"""A generated program (differential test)."""',
-                        f'"""Found by run_long seed {seed}: {out.status}."""',
+                        f'{header} (differential test)."""', f'"""Found by run_long seed {seed}: {out.status}."""'
                     )
                 )
-                fh.write(f"\n\nSTEPS = {small_steps!r}\n")
+                fh.write(f"\n\n{extra}STEPS = {small_steps!r}\n")
             found.append(path)
             print(
                 f"--- shrunk reproducer ({path}):\n{small}\nSTEPS = {small_steps!r}\n{shrunk.detail}\n---", flush=True
