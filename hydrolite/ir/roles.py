@@ -114,10 +114,10 @@ def classify(flow: Flow) -> Roles:
 
 def static_initial(node: Node) -> tuple[bool, object]:
     """The version a singleton has before any input arrives, when it is known statically:
-    a fold's init, a count's 0, `unwrap_or(d)` of an optional that starts empty (`d`), a map
-    of those, and the `latest()` bridge the alignment pass puts on a carried one (readers of
-    the bridge see that version from the start, in the simulator and on Spark). (False, None)
-    otherwise."""
+    a fold's init, a count's 0, `unwrap_or(d)` of an optional that starts empty (`d`), maps
+    and zips of those, and the `latest()` bridge the alignment pass puts on a carried one
+    (readers of the bridge see that version from the start, in the simulator and on Spark).
+    (False, None) otherwise."""
     from . import nodes as nd
     from .meta import Kind
 
@@ -132,6 +132,9 @@ def static_initial(node: Node) -> tuple[bool, object]:
     if isinstance(node, nd.UnwrapOr):
         known, present, value = optional_initial(node.input)
         return (True, value if present else node.default) if known else (False, None)
+    if isinstance(node, nd.Zip):
+        (has_a, a), (has_b, b) = static_initial(node.left), static_initial(node.right)
+        return (True, (a, b)) if has_a and has_b else (False, None)
     if isinstance(node, nd.Map):
         has, value = static_initial(node.input)
         return (True, node.f(value)) if has else (False, None)
@@ -142,8 +145,8 @@ def optional_initial(node: Node) -> tuple[bool, bool, object]:
     """(known, present, value): the version an optional singleton has before any input
     arrives, when known statically. A reduce, first or last of an unbounded stream starts
     empty (as an optional read from another query does on Spark before its first version);
-    a map keeps it empty; a filter of a singleton with a static initial version keeps it or
-    not; a singleton is present with its static initial version.
+    a map keeps it empty, a zip is empty when a side is; a filter of a singleton with a static
+    initial version keeps it or not; a singleton is present with its static initial version.
 
         >>> import hydrolite as hl
         >>> class P: ...
@@ -168,6 +171,9 @@ def optional_initial(node: Node) -> tuple[bool, bool, object]:
     if isinstance(node, nd.Map):
         known, present, value = optional_initial(node.input)
         return (known, present, node.f(value) if present else None) if known else (False, False, None)
+    if isinstance(node, nd.Zip):  # empty when a side is empty; unknown while a side is
+        (ka, pa, a), (kb, pb, b) = optional_initial(node.left), optional_initial(node.right)
+        return (True, pa and pb, (a, b) if pa and pb else None) if ka and kb else (False, False, None)
     if isinstance(node, nd.Filter) and node.input.meta.kind is Kind.SINGLETON:
         has, value = static_initial(node.input)
         return (True, bool(node.f(value)), value) if has else (False, False, None)

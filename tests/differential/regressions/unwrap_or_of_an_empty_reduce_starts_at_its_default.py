@@ -5,7 +5,7 @@ computed by another query that waits for this tick. The model reads the reduce's
 version, which it never did (it was waiting for this tick): no answer at all. `unwrap_or(d)`
 of an optional that starts empty (a reduce, first or last of an unbounded stream) now has
 the static initial version `d` (`ir.roles.static_initial`), as a count's 0 and a fold's
-init already had.
+init already had; a zip of two versions known statically has their pair (the `pair` sink).
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ def build() -> hl.Flow:
     p = flow.process(P)
     t1, t2 = p.tick(), p.tick()
     seen = p.source("xs", int).batch(t1, ND).map(lambda x: x + 1).all_ticks()
-    best = seen.batch(t2, ND).map(lambda x: x * 2).all_ticks().reduce_commutative(max).unwrap_or(-1)
+    doubled = seen.batch(t2, ND).map(lambda x: x * 2).all_ticks()
+    best = doubled.reduce_commutative(max).unwrap_or(-1)
     best.snapshot(t1, ND).into_stream().all_ticks().sink("o")
+    pair = doubled.count().zip(doubled.last().unwrap_or(-1))  # a zip of two such versions: (0, -1)
+    pair.snapshot(t1, ND).into_stream().all_ticks().sink("pair")
     return flow.finalize()
 
 
