@@ -259,6 +259,17 @@ def test_blob_directories_are_under_the_store_and_pruned_there(where: tuple[str,
     store = StateStore(directory)
     found = store.begin(4).get_blob("defer:3")
     assert found is not None and spark.read.parquet(found).count() == 4
+    store.begin(4).commit()  # batches 4 and 5 ran no tick: no blob written
+    store.begin(5).commit()
+    bs = store.begin(6)
+    path = bs.blob_dir("defer:3")
+    spark.range(7).write.mode("overwrite").parquet(path)
+    bs.put_blob("defer:3", path)
+    bs.commit()
+    # a replay of batch 6 reads the version before it, batch 3's: kept, only 2 removed
+    assert _names(disk / "blobs", "defer_3") == ["3", "6"]
+    replayed = store.begin(6).get_blob("defer:3")
+    assert replayed is not None and spark.read.parquet(replayed).count() == 4
     store.close()
 
 

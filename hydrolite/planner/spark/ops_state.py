@@ -324,6 +324,9 @@ def _remember(ctx: BatchCtx, node: n.DeferTick, current: Val) -> None:
 
     ctx.after.append(write)
     ctx.state.put(key, (path, sf.vt, sf.kt, list(sf.order), df.schema.jsonValue()), b"frame")
+    # recorded as the node's blob too: the store then removes its directories of batches before
+    # the previous one when the batch commits (without it one directory per batch stayed for ever)
+    ctx.state.put_blob(key, path)
 
 
 @handles(n.DeferTick)

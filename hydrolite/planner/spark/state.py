@@ -174,7 +174,9 @@ class StateStore:
             if v is not None:
                 yield k, pickle.loads(v)
 
-    def _commit(self, batch: int, writes: Writes) -> None:
+    def _commit(self, batch: int, writes: Writes, keep: dict[str, int] | None = None) -> None:
+        """Write version `batch`; then remove each node's blob directories of batches before
+        `keep[node]` (the batch whose blob a replay of this one reads)."""
         with self._lock:
             db = self._db
             if self._remote is not None and writes:
@@ -189,16 +191,16 @@ class StateStore:
             if self._remote is not None and self._remote.snapshot_due():
                 self._remote.snapshot(batch + 1, self._copy_db)
                 self._remote.forget_before(batch + 1)
-        self._prune_blobs(batch, [n for (n, k), v in writes.items() if k == b"__blob__"])
+        self._prune_blobs(batch, keep or {})
 
-    def _prune_blobs(self, batch: int, nodes: list[str]) -> None:
-        for node in nodes:
+    def _prune_blobs(self, batch: int, keep: dict[str, int]) -> None:
+        for node, oldest in keep.items():
             if self._remote is not None:
-                self._remote.prune_blobs(ckfs.join(self.directory, "blobs", node.replace(":", "_")), batch)
+                self._remote.prune_blobs(ckfs.join(self.directory, "blobs", node.replace(":", "_")), oldest)
                 continue
             base = os.path.dirname(self.blob_dir(node, batch))
             for name in os.listdir(base) if os.path.isdir(base) else []:
-                if name.isdigit() and int(name) < batch - 1:
+                if name.isdigit() and int(name) < oldest:
                     shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
@@ -240,6 +242,7 @@ class BatchState:
         self.store = store
         self.batch_id = batch_id
         self._writes: dict[tuple[str, bytes], bytes | None] = {}
+        self._keep: dict[str, int] = {}  # node -> its oldest blob directory still needed
 
     def get(self, node: str, key: bytes = b"") -> tuple[bool, Any]:
         v = self.store._get(node, key, self.batch_id)
@@ -274,6 +277,13 @@ class BatchState:
         return self.store.blob_dir(node, self.batch_id)
 
     def put_blob(self, node: str, path: str | None) -> None:
+        """Record `path` as `node`'s blob of this batch. When the batch commits, the node's
+        blob directories older than the previous version's are removed: a replay of this
+        batch reads that one, which is not always the previous batch's (a batch that ran no
+        tick wrote none)."""
+        previous = self.get_blob(node)
+        tail = previous.rstrip("/").rsplit("/", 1)[-1] if previous else ""
+        self._keep[node] = int(tail) if tail.isdigit() else self.batch_id
         self._writes[(node, b"__blob__")] = pickle.dumps(path, protocol=5)
 
     def get_blob(self, node: str) -> str | None:
@@ -281,5 +291,5 @@ class BatchState:
         return path if found else None
 
     def commit(self) -> None:
-        self.store._commit(self.batch_id, self._writes)
-        self._writes = {}
+        self.store._commit(self.batch_id, self._writes, self._keep)
+        self._writes, self._keep = {}, {}

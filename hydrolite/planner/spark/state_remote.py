@@ -180,8 +180,8 @@ class RemoteFiles:
         names.discard(batch)  # after the removal: a failed one is tried again later
 
     # ------------------------------------------------------------- blobs
-    def prune_blobs(self, base: str, batch: int) -> None:
-        """Remove the blob directories under `base` of batches older than `batch - 1`."""
+    def prune_blobs(self, base: str, oldest: int) -> None:
+        """Remove the blob directories under `base` of batches older than `oldest`."""
         for name in ckfs.list_names(base):
-            if name.isdigit() and int(name) < batch - 1:
+            if name.isdigit() and int(name) < oldest:
                 ckfs.remove(ckfs.join(base, name))
