@@ -491,9 +491,9 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
                     f"{s.name}.all_ticks()", "stream", None, elem=s.elem, ordered=s.ordered, exits=frozenset({s.tick})
                 )
             return
-        v = prog.pick(d, lambda v: v.kind == "single" and v.tick is not None)
-        if v is not None:
-            prog.new(f"{v.name}.latest()", "single", None, exits=frozenset({v.tick}))
+        v = prog.pick(d, lambda v: v.kind in ("single", "ksingle") and v.tick is not None)
+        if v is not None:  # (a keyed singleton's versions cross queries whole: channel_versions.py)
+            prog.new(f"{v.name}.latest()", v.kind, None, key=v.key, exits=frozenset({v.tick}))
     else:  # a running total carried by a tick cycle
         v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int")
         if v is None:

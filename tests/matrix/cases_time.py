@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from hydrolite.ir import nodes as n
-from hydrolite.planner.spark.stages import SparkPlanError
 
 from . import (
     ALIGNED,
@@ -149,8 +148,6 @@ def _latest_keyed(p: Proc) -> None:
     _latest_keyed,
     n.Latest,
     n.KeyedGet,
-    raises=SparkPlanError,
-    divergence="unsupported (planner README): a keyed singleton read by another query is refused at planning",
 )
 def _latest_keyed_run(s: Harness) -> None:
     s.sender("xs").send([("a", 1), ("a", 2)])

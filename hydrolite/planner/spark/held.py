@@ -33,17 +33,23 @@ class HeldBatches:
     runner: FlowRunner
     stage: Stage
     inputs: list[InputSpec]
+    in_tick: list[bool]
     dir: str
     progress: StageProgress
 
     def _blocked(self, inputs: dict[int, Val]) -> bool:
-        """Whether the tick cannot run yet: a singleton read from another query has no version
-        (in the model the tick waits for one; running it with no value would be wrong)."""
-        for inp in self.inputs:
-            value = inputs.get(id(inp.node)) if inp.node is not None else None
-            if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON and isinstance(value, Scalar):
-                if not value.present:
-                    return True
+        """Whether the tick cannot run yet: a singleton or keyed singleton read from another
+        query has no version (in the model the tick waits for one; running it with no value
+        would be wrong). A keyed singleton without one is left out of `inputs`
+        (`channel_versions.latest_table`)."""
+        for i, inp in enumerate(self.inputs):
+            if inp.node is None:
+                continue
+            value = inputs.get(id(inp.node))
+            if inp.node.meta.kind is Kind.SINGLETON and isinstance(value, Scalar) and not value.present:
+                return True
+            if inp.node.meta.kind is Kind.KEYED_SINGLETON and self.in_tick[i] and value is None:
+                return True
         return False
 
     def _hold(self, df: DataFrame, files: dict[int, list[str]], batch_id: int, state: Any) -> None:
@@ -58,7 +64,7 @@ class HeldBatches:
             waiting = [
                 f"{inp.node.op}() at {site_of(inp.node)}"
                 for inp in self.inputs
-                if inp.node is not None and inp.node.meta.kind is Kind.SINGLETON
+                if inp.node is not None and inp.node.meta.kind in (Kind.SINGLETON, Kind.KEYED_SINGLETON)
             ]
             print(
                 f"hydrolite: query {self.stage.name!r} holds batch {batch_id}: its tick waits for a first version of "

@@ -21,7 +21,7 @@ from .pyfn import map_in_arrow, reencode
 from .run_support import record_sink_type
 from .stages import Channel
 from .types import NONE, OPAQUE, HType
-from .values import Scalar, SFrame, Val, frame_of
+from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
 if TYPE_CHECKING:
     from .runtime import FlowRunner, StageProgress
@@ -108,6 +108,8 @@ class StageOutputs:
 
     def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
         vt, kt = self.runner.channel_types[ch.name]
+        if isinstance(value, KTable):  # a keyed singleton: its whole version (channel_versions.py)
+            value = table_frame(self.runner.spark, value)
         if isinstance(value, Scalar):
             sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
         elif isinstance(value, SFrame):
@@ -130,7 +132,7 @@ class StageOutputs:
                 )
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
         else:
-            raise SparkRunError(f"channel {ch.name}: keyed singletons cannot cross queries yet")
+            raise SparkRunError(f"channel {ch.name}: cannot write a {type(value).__name__}")
         path = self.runner.channel_dir(ch)
         mirrors = self.runner.mirrors  # a checkpoint on a Hadoop file system: feed_mirror.py
         ChannelOutput(path).write(batch_id, sf, mirrors.get(path) if mirrors is not None else None)

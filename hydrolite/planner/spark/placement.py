@@ -205,6 +205,9 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
             joins=keyed_state != "driver",
             native=resolve_native(keyed_state),
         )
+    from .channel_versions import check_whole  # (it reads stages: imported here, not at the top)
+
+    check_whole(plan)
 
 
 def place(
@@ -344,9 +347,10 @@ class _Finder:
         if not self.stage.streaming:
             return "the query reads no stream (it runs once, as a batch job)"
         for x in self.inputs:
-            if x.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
+            if x.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON):
                 return (
-                    f"the query reads a singleton from another query ({x.op}() {where(x)}): "
+                    f"the query reads a {'keyed ' if x.meta.kind.keyed else ''}singleton from another query "
+                    f"({x.op}() {where(x)}): "
                     "a batch may have to wait for it"
                 )
         return None
@@ -401,6 +405,8 @@ class _Finder:
             for u in self.users.get(id(x), []):
                 if isinstance(u, n.Snapshot):
                     todo.append(u)
+                elif u is x:  # a channel out (`_Finder`): another query reads every version whole
+                    return f"{x.op}() {where(x)} is read by another query, each version whole (channel_versions.py)"
                 elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
                     readers.append(u)
                 else:

@@ -31,8 +31,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
-from ...ir.roles import static_initial
 from . import ckfs, ops, ops_state, run_support  # noqa: F401  (ops, ops_state: register the node handlers)
+from .channel_versions import VERSIONED, latest_scalar, latest_table
 from .errors import SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
@@ -57,7 +57,7 @@ from .state import StateStore
 from .strict_read import stream_input, unlocated
 from .types import NONE, OPAQUE, HType, from_python
 from .upgrade import PlanChangedError, committed, reconcile, write_record
-from .values import Scalar, SFrame, Val
+from .values import SFrame, Val
 
 _query_ids = itertools.count()
 
@@ -199,9 +199,8 @@ class StageRunner(StageOutputs, HeldBatches):
             reads += 1
             given |= set(self.region.answers) | self.region.region.skipped()
         self.live = live_nodes(self.stage, given)
-        plain = all(  # each of these reads the batch with a job of its own (quarantine.py, _latest_scalar)
-            quarantine_dir(inp.binding) is None
-            and (inp.node is None or inp.node.meta.kind not in (Kind.SINGLETON, Kind.OPTIONAL))
+        plain = all(  # each of these reads the batch with a job of its own (quarantine.py, channel_versions.py)
+            quarantine_dir(inp.binding) is None and (inp.node is None or inp.node.meta.kind not in VERSIONED)
             for inp in self.inputs
         )
         inputs = {id(inp.node) for inp in self.inputs if inp.node is not None}
@@ -308,8 +307,11 @@ class StageRunner(StageOutputs, HeldBatches):
                 payload = [c.alias(name) for name, c in fields.items()]
                 part, ordered = self._ordered_part(df.filter(mine), i, inp, files, payload)
                 sf = SFrame(part, inp.vt, inp.kt, ordered)
-            if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):
-                out[id(inp.node)] = self._latest_scalar(sf, inp, ctx_state)
+            if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):  # versions: channel_versions.py
+                out[id(inp.node)] = latest_scalar(sf, inp, ctx_state)
+            elif inp.node.meta.kind is Kind.KEYED_SINGLETON:  # without a version yet, left out (held.py)
+                if (table := latest_table(self.runner.spark, sf, inp, ctx_state)) is not None:
+                    out[id(inp.node)] = table
             else:
                 out[id(inp.node)] = sf
         if self.region is not None:  # the executor region's answers: the lookups' values
@@ -333,19 +335,6 @@ class StageRunner(StageOutputs, HeldBatches):
             # position must not move when a reader filters further
             part, order = rows.select(F.monotonically_increasing_id().alias("_o0"), *payload), ("_o0",)
         return part, order
-
-    def _latest_scalar(self, sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
-        """A singleton read from another query: its newest version so far."""
-        rows = sf.df.orderBy(*[F.col(c).desc() for c in sf.order]).limit(1).collect()
-        key = f"input:{inp.name}"
-        if rows:
-            value = inp.vt.decode(rows[0]["v"])
-            state.put(key, value)
-            return Scalar(True, value, inp.vt)
-        found, value = state.get(key)
-        if not found and inp.node is not None:  # nothing received yet: the producer's initial version, if static
-            found, value = static_initial(inp.node)
-        return Scalar(found, value, inp.vt)
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
         t0 = time.perf_counter()

@@ -25,7 +25,6 @@ from ...errors import FlowError
 from ...ir import nodes as n
 from ...ir.graph import AlignedRegion, Flow, parents_of
 from ...ir.ids import ClusterId, TickId
-from ...ir.meta import Kind
 from ...ir.roles import Role, Roles, classify
 from ...ir.stable import Identity, identities
 from ...ir.union_find import UnionFind
@@ -300,13 +299,9 @@ def plan_flow(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) -> Pla
 
     for stage in plan.stages:
         stage.placement = place(stage)
-    for ch in plan.channels:
-        if ch.node.meta.kind is Kind.KEYED_SINGLETON:
-            raise SparkPlanError(
-                f"{ch.node.op}() is a keyed singleton read by another query; it cannot cross queries yet",
-                site=ch.node.site,
-                fix="snapshot it in the tick that computes it, or align the two ticks with an align point",
-            )
+    from .channel_versions import check_whole
+
+    check_whole(plan)  # a keyed singleton read by another query crosses whole (channel_versions.py)
     return plan
 
 

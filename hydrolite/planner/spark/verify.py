@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from ...ir import nodes as n
 from ...ir.graph import Flow
+from ...ir.meta import Kind
 from ...sim.program import Program, compile_program
 from ...sim.recorded import ReplayBatch, ReplayBlocked, operator_chain, replay_ticks
 from ...sim.values import render
@@ -135,6 +136,11 @@ def _entries_of(offset: Any) -> int:
 
 def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[Any]:
     """The elements of feed entries [start, end) in feed order ((k, v) pairs when keyed)."""
+    return [x for entry in read_feed_entries(path, start, end, vt, kt) for x in entry]
+
+
+def read_feed_entries(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[list[Any]]:
+    """The elements of each feed entry in [start, end) that is there, entry by entry."""
     first, stop = _entries_of(start), _entries_of(end)
     gone = removed_below(path)
     if first < min(gone, stop):
@@ -145,7 +151,7 @@ def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> l
             "(hydrolite run --channel-history all) to keep every channel entry of a run you will verify"
         )
     entries = remote_entries(path)
-    out: list[Any] = []
+    out: list[list[Any]] = []
     for i in range(first, stop):
         if i not in entries:
             continue  # a producer's batch that ran no tick wrote none (`feed.feed_end`)
@@ -153,9 +159,9 @@ def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> l
         vs = [vt.decode(x) for x in table.column("v").to_pylist()] if table.num_rows else []
         if kt is not None:
             ks = [kt.decode(x) for x in table.column("k").to_pylist()] if table.num_rows else []
-            out.extend(zip(ks, vs))
+            out.append(list(zip(ks, vs)))
         else:
-            out.extend(vs)
+            out.append(vs)
     return out
 
 
@@ -237,7 +243,11 @@ def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapp
             raise VerifyError(
                 f"query {q.stage.name!r} batch {tick.batch_id}: the start offset of {name!r} is no longer logged"
             )
-        if isinstance(binding, FeedInput):
+        if isinstance(binding, FeedInput) and node.meta.kind is Kind.KEYED_SINGLETON:
+            # a keyed singleton's entries are whole versions: the batch read the newest
+            versions = read_feed_entries(binding.path, start, end, vt, kt)
+            elements = [dict(versions[-1])] if versions else []
+        elif isinstance(binding, FeedInput):
             elements = read_feed(binding.path, start, end, vt, kt)
         elif isinstance(binding, FileInput):
             if name not in files:
