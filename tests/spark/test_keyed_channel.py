@@ -22,6 +22,7 @@ from hydrolite.planner.spark.stages import SparkPlanError, plan_flow
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import json_batches
+from tests.spark.test_ckfs import viewfs_mount
 
 pytestmark = pytest.mark.spark
 
@@ -51,11 +52,11 @@ def counts_read_elsewhere(first_version_needed: bool = False) -> Flow:
     return fb.finalize()
 
 
-def _runner(spark: SparkSession, d: Path, flow: Flow) -> FlowRunner:
+def _runner(spark: SparkSession, d: Path, flow: Flow, checkpoint: str | None = None) -> FlowRunner:
     return FlowRunner(
         flow,
         spark=spark,
-        checkpoint=str(d / "ck"),
+        checkpoint=checkpoint or str(d / "ck"),
         inputs={"puts": f"feed:{d / 'puts'}", "gets": f"feed:{d / 'gets'}"},
         outputs={"answers": f"json:{d / 'answers'}"},
     )
@@ -65,12 +66,19 @@ def _answers(d: Path) -> list[Any]:
     return [r for _, rows in sorted(json_batches(d / "answers").items()) for r in rows]
 
 
-def test_a_keyed_count_read_by_another_query(spark: SparkSession, tmp_path: Path) -> None:
-    """Gets answered from the newest version: one that arrived in the same batch, one kept
-    from an earlier batch, and, after a restart, one kept under the reader's checkpoint."""
+@pytest.mark.parametrize("where", ["local", "viewfs"])
+def test_a_keyed_count_read_by_another_query(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Gets answered from the newest version kept from an earlier batch and, after a
+    restart, from the one kept under the reader's checkpoint: on a local directory and on a
+    Hadoop file system (a `viewfs://` mount table; versions cross as Arrow entries there)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ck").mkdir()
+    checkpoint = str(tmp_path / "ck") if where == "local" else viewfs_mount(spark, tmp_path / "ck")
     puts = FeedWriter(str(tmp_path / "puts"), from_python(tuple[str, int]))
     gets = FeedWriter(str(tmp_path / "gets"), from_python(str))
-    runner = _runner(spark, tmp_path, counts_read_elsewhere()).start()
+    runner = _runner(spark, tmp_path, counts_read_elsewhere(), checkpoint).start()
     try:
         gets.send_many(["a"])  # before any put: the empty table (a count starts empty)
         runner.process_all_available()
@@ -82,7 +90,7 @@ def test_a_keyed_count_read_by_another_query(spark: SparkSession, tmp_path: Path
         runner.process_all_available()
     finally:
         runner.stop()
-    resumed = _runner(spark, tmp_path, counts_read_elsewhere()).start()
+    resumed = _runner(spark, tmp_path, counts_read_elsewhere(), checkpoint).start()
     try:
         gets.send_many(["b"])  # no new version since the restart: the one the reader kept
         resumed.process_all_available()
