@@ -270,6 +270,14 @@ def test_blob_directories_are_under_the_store_and_pruned_there(where: tuple[str,
     assert _names(disk / "blobs", "defer_3") == ["3", "6"]
     replayed = store.begin(6).get_blob("defer:3")
     assert replayed is not None and spark.read.parquet(replayed).count() == 4
+    # the version a replay reads, given by the caller (a checkpoint of an earlier version has
+    # its operator's own record of it, not the blob record): kept too
+    bs = store.begin(7)
+    path = bs.blob_dir("defer:3")
+    spark.range(8).write.mode("overwrite").parquet(path)
+    bs.put_blob("defer:3", path, previous=replayed)
+    bs.commit()
+    assert _names(disk / "blobs", "defer_3") == ["3", "6", "7"]
     store.close()
 
 

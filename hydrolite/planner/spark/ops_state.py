@@ -323,10 +323,12 @@ def _remember(ctx: BatchCtx, node: n.DeferTick, current: Val) -> None:
         df.write.mode("overwrite").parquet(path)
 
     ctx.after.append(write)
+    found, before = ctx.state.get(key, b"frame")  # the directory a replay of this batch reads
     ctx.state.put(key, (path, sf.vt, sf.kt, list(sf.order), df.schema.jsonValue()), b"frame")
-    # recorded as the node's blob too: the store then removes its directories of batches before
-    # the previous one when the batch commits (without it one directory per batch stayed for ever)
-    ctx.state.put_blob(key, path)
+    # recorded as the node's blob too: the store then removes its directories older than the
+    # one a replay reads when the batch commits (without it one directory per batch stayed for
+    # ever); `before` from the frame record, which checkpoints of earlier versions also have
+    ctx.state.put_blob(key, path, previous=before[0] if found else None)
 
 
 @handles(n.DeferTick)

@@ -276,12 +276,12 @@ class BatchState:
         """Where to write bulk state for this batch; record it with `put_blob`."""
         return self.store.blob_dir(node, self.batch_id)
 
-    def put_blob(self, node: str, path: str | None) -> None:
+    def put_blob(self, node: str, path: str | None, previous: str | None = None) -> None:
         """Record `path` as `node`'s blob of this batch. When the batch commits, the node's
-        blob directories older than the previous version's are removed: a replay of this
-        batch reads that one, which is not always the previous batch's (a batch that ran no
-        tick wrote none)."""
-        previous = self.get_blob(node)
+        blob directories older than the previous version's (`previous`, default the recorded
+        blob) are removed: a replay of this batch reads that one, which is not always the
+        previous batch's (a batch that ran no tick wrote none)."""
+        previous = previous if previous is not None else self.get_blob(node)
         tail = previous.rstrip("/").rsplit("/", 1)[-1] if previous else ""
         self._keep[node] = int(tail) if tail.isdigit() else self.batch_id
         self._writes[(node, b"__blob__")] = pickle.dumps(path, protocol=5)
