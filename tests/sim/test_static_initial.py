@@ -67,3 +67,40 @@ def test_unknown_without_a_version_before_input() -> None:
     xs = p.source("xs", int)
     assert static_initial(xs.batch(t, ND).count().latest().node) == (False, None)  # no run yet
     assert static_initial(xs.reduce_commutative(max).node) == (False, None)  # optional: not a singleton
+    from hydrolite.planner.spark.channel_versions import starts_empty
+
+    pairs = p.source("kv", tuple[str, int])
+    assert not starts_empty(pairs.batch(t, ND).into_keyed().count().latest().node)  # no run yet
+    assert not starts_empty(pairs.batch(t, ND).into_keyed().count().node)  # a tick body's table
+
+
+KEYED: dict[str, Build] = {
+    "count": lambda kv: kv.count(),
+    "fold": lambda kv: kv.fold(0, lambda a, x: a + x),
+    "reduce": lambda kv: kv.reduce(lambda a, x: a + x),
+    "first": lambda kv: kv.first(),
+    "last-map": lambda kv: kv.last().map(lambda x: x * 2),
+    "count-filter": lambda kv: kv.count().filter(lambda n: n > 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYED))
+def test_keyed_aggregations_start_as_the_empty_table(name: str) -> None:
+    """`channel_versions.starts_empty` (Spark reads the empty table before the producing query
+    wrote a version) against the simulator: the tick reads a version before any input, with
+    no entries; were there none, the tick would wait and yield nothing."""
+    from hydrolite.planner.spark.channel_versions import starts_empty
+
+    flow = hl.FlowBuilder(f"keyed-initial-{name}")
+    p = flow.process(Server)
+    t = p.tick()
+    table = KEYED[name](p.source("kv", tuple[str, int]).into_keyed())
+    assert starts_empty(table.node)
+    entries = table.snapshot(t, ND).entries().count()
+    p.source("q", str).batch(t, ND).cross_singleton(entries).all_ticks().sink("o")
+
+    def scenario(s: Simulator) -> None:
+        s.sender("q").send("a")
+        s.receiver("o").assert_yields([("a", 0)])
+
+    assert Simulator(flow.finalize()).exhaustive(scenario) >= 1
