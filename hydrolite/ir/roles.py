@@ -166,8 +166,7 @@ def optional_initial(node: Node) -> tuple[bool, bool, object]:
     if isinstance(node, nd.Latest):
         return optional_initial(node.input) if role_of(node.input) is Role.CARRIED else (False, False, None)
     if isinstance(node, (nd.Reduce, nd.First, nd.Last)):
-        unbounded_stream = node.input.meta.kind.streamlike and not node.input.meta.bounded
-        return (True, False, None) if unbounded_stream else (False, False, None)
+        return (True, False, None) if _of_unbounded_stream(node) else (False, False, None)
     if isinstance(node, nd.Map):
         known, present, value = optional_initial(node.input)
         return (known, present, node.f(value) if present else None) if known else (False, False, None)
@@ -178,3 +177,35 @@ def optional_initial(node: Node) -> tuple[bool, bool, object]:
         has, value = static_initial(node.input)
         return (True, bool(node.f(value)), value) if has else (False, False, None)
     return False, False, None
+
+
+def starts_empty(node: Node) -> bool:
+    """Whether keyed singleton `node` is the empty table before any input arrives: a keyed
+    count, fold, reduce, first or last of an unbounded keyed stream, a map or filter of one,
+    and the `latest()` bridge on a carried one (as `static_initial` knows a count's 0).
+
+        >>> import hydrolite as hl
+        >>> class P: ...
+        >>> p = hl.FlowBuilder("empty").process(P)
+        >>> counts = p.source("xs", tuple[str, int]).into_keyed().count()
+        >>> starts_empty(counts.node), starts_empty(counts.map(lambda n: n + 1).node)
+        (True, True)
+    """
+    from . import nodes as nd
+    from .meta import Kind
+
+    if node.meta.kind is not Kind.KEYED_SINGLETON:
+        return False
+    if isinstance(node, nd.Latest):
+        return role_of(node.input) is Role.CARRIED and starts_empty(node.input)
+    if isinstance(node, (nd.Count, nd.Fold, nd.Reduce, nd.First, nd.Last)):
+        return _of_unbounded_stream(node)
+    if isinstance(node, (nd.Map, nd.Filter, nd.FilterMap, nd.Inspect)):
+        return starts_empty(node.input)
+    return False
+
+
+def _of_unbounded_stream(node: Node) -> bool:
+    """An aggregate over an unbounded (keyed) stream: it has seen nothing before any input."""
+    src = node.children[0]
+    return src.meta.kind.streamlike and not src.meta.bounded

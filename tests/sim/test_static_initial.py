@@ -18,7 +18,7 @@ import pytest
 
 import hydrolite as hl
 from hydrolite import nondet
-from hydrolite.ir.roles import static_initial
+from hydrolite.ir.roles import starts_empty, static_initial
 from hydrolite.sim import Simulator
 
 from .helpers import Server
@@ -67,8 +67,6 @@ def test_unknown_without_a_version_before_input() -> None:
     xs = p.source("xs", int)
     assert static_initial(xs.batch(t, ND).count().latest().node) == (False, None)  # no run yet
     assert static_initial(xs.reduce_commutative(max).node) == (False, None)  # optional: not a singleton
-    from hydrolite.planner.spark.channel_versions import starts_empty
-
     pairs = p.source("kv", tuple[str, int])
     assert not starts_empty(pairs.batch(t, ND).into_keyed().count().latest().node)  # no run yet
     assert not starts_empty(pairs.batch(t, ND).into_keyed().count().node)  # a tick body's table
@@ -86,11 +84,9 @@ KEYED: dict[str, Build] = {
 
 @pytest.mark.parametrize("name", sorted(KEYED))
 def test_keyed_aggregations_start_as_the_empty_table(name: str) -> None:
-    """`channel_versions.starts_empty` (Spark reads the empty table before the producing query
+    """`ir.roles.starts_empty` (Spark reads the empty table before the producing query
     wrote a version) against the simulator: the tick reads a version before any input, with
     no entries; were there none, the tick would wait and yield nothing."""
-    from hydrolite.planner.spark.channel_versions import starts_empty
-
     flow = hl.FlowBuilder(f"keyed-initial-{name}")
     p = flow.process(Server)
     t = p.tick()

@@ -15,19 +15,15 @@ batch brings, else the one it kept, else the producer's static initial version
   neither through the driver nor from the producer's entry (which retention may remove).
 * **Before a first version.** A keyed aggregation of an unbounded keyed stream (count,
   fold, reduce, first, last; a map or filter of one) is the empty table from the start, in
-  the model too; any other keyed singleton has no version yet, and the reading tick waits
+  the model too (`ir.roles.starts_empty`); any other keyed singleton has no version yet, and the reading tick waits
   for one (`held.py`), as it does for a singleton.
 * **Only whole tables cross.** A keyed state Spark's streaming aggregation or the executor
   region keeps yields, per batch, only the keys the batch updated; such a state read by
   another query is refused at plan time (`check_whole`).
 
-    >>> import hydrolite as hl
-    >>> from hydrolite.planner.spark.channel_versions import starts_empty
-    >>> class P: ...
-    >>> p = hl.FlowBuilder("kc").process(P)
-    >>> counts = p.source("xs", tuple[str, int]).into_keyed().count()
-    >>> starts_empty(counts.node), starts_empty(counts.map(lambda n: n + 1).node)
-    (True, True)
+    >>> from hydrolite.planner.spark.channel_versions import VERSIONED
+    >>> [k.value for k in VERSIONED]
+    ['Singleton', 'OptionalSingleton', 'KeyedSingleton']
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ from pyspark.sql import types as T
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from ...ir.roles import Role, role_of, static_initial
+from ...ir.roles import starts_empty, static_initial
 from .stages import SparkPlanError, where
 from .values import KTable, Scalar, SFrame, frame_of
 
@@ -49,28 +45,12 @@ if TYPE_CHECKING:
     from .runtime import InputSpec
     from .stages import Plan
 
-__all__ = ["VERSIONED", "check_whole", "latest_scalar", "latest_table", "starts_empty"]
+__all__ = ["VERSIONED", "check_whole", "latest_scalar", "latest_table"]
 
 #: the kinds read from another query by version (the reader takes one version, not every element)
 VERSIONED = (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON)
 
-_AGGREGATES = (n.Count, n.Fold, n.Reduce, n.First, n.Last)
 _VALUE_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect)
-
-
-def starts_empty(node: n.Node) -> bool:
-    """Whether keyed singleton `node` is the empty table before any input arrives (known
-    statically, as `ir.roles.static_initial` knows a count's 0)."""
-    if node.meta.kind is not Kind.KEYED_SINGLETON:
-        return False
-    if isinstance(node, n.Latest):
-        return role_of(node.input) is Role.CARRIED and starts_empty(node.input)
-    if isinstance(node, _AGGREGATES):
-        src = node.input
-        return src.meta.kind is Kind.KEYED_STREAM and not src.meta.bounded
-    if isinstance(node, _VALUE_OPS):
-        return starts_empty(node.input)
-    return False
 
 
 def latest_scalar(sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
