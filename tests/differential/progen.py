@@ -104,9 +104,11 @@ class Program:
 
     def new(self, expr: str, kind: str, tick: str | None, **kw: Any) -> Var:
         self.counter += 1
-        if tick is None and "exits" not in kw:  # top level: what the variables it reads derive from
-            names = set(re.findall(r"\b(v\d+|xs|ys|ks|ws)\b", expr))
-            kw["exits"] = frozenset().union(*(v.exits for v in self.vars if v.name in names and v.tick is None))
+        # the ticks whose outputs the variables it reads derive from, through any tick in between
+        # (a tick's value from a stream that left t1 may not be read back by t1 either)
+        names = set(re.findall(r"\b(v\d+|xs|ys|ks|ws)\b", expr))
+        inherited = frozenset().union(*(v.exits for v in self.vars if v.name in names))
+        kw["exits"] = inherited | kw.get("exits", frozenset())
         v = Var(f"v{self.counter}", kind, tick, **kw)
         self.lines.append(f"{v.name} = {expr}")
         self.vars.append(v)
@@ -183,7 +185,10 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
     src = prog.pick(d, lambda v: _top_stream(v) and v.source is not None and v.elem == "int")
     assert src is not None
     prog.lines.append("al = p.local_align_point()")
-    rel = prog.new(f"{src.name}.release_aligned(al)", "stream", None, source=src.source)
+    if d.int(0, 2) == 0:  # explicit mode: only what is tagged at the point is aligned
+        src = prog.new(f"{src.name}.aligned_at(al)", "stream", None, source=src.source, ordered=src.ordered)
+    # released as t1 runs at the point: t1 reading it back would read its own output
+    rel = prog.new(f"{src.name}.release_aligned(al)", "stream", None, source=src.source, exits=frozenset({"t1"}))
     prog.sinks.append(f'{rel.name}.sink("ack")')
     cnt = prog.new(f"{src.name}.count()", "single", None)
     c = prog.new(f"{cnt.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
@@ -250,9 +255,13 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
-    op = d.int(0, 17)
+    from .progen_more import EXTRA_OPS, extra_op  # (it imports this module's pool and functions)
+
+    op = d.int(0, EXTRA_OPS[-1])
     tick = d.choice(ticks)
-    if op == 0:  # element-wise on an int stream (top level or tick)
+    if op in EXTRA_OPS:
+        extra_op(prog, d, op)
+    elif op == 0:  # element-wise on an int stream (top level or tick)
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is None:
             return

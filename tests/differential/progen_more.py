@@ -1,0 +1,121 @@
+"""More operators for the program generator (`progen.py`): the element-wise and ordering
+operators of singletons, optional singletons, keyed streams and keyed singletons.
+
+Kept apart from `progen._one_op` (which dispatches here for its last operator numbers) so
+each file stays readable. A new user's program that the simulator passes and Spark answers
+differently for is most likely to use an operator the generator never draws, so every
+public operator whose output is deterministic is drawn somewhere: only `assume_ordering`
+(its order is a choice the replay cannot know) and `inspect` (it prints) are left out.
+
+    >>> import random
+    >>> from tests.differential.progen import Program, RandomDraw, Var
+    >>> prog = Program(vars=[Var("xs", "stream", None, source="xs")])
+    >>> extra_op(prog, RandomDraw(random.Random(3)), 21)
+    >>> prog.lines
+    ['v1 = xs.weaken_ordering()']
+"""
+
+from __future__ import annotations
+
+from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, Draw, Program
+
+#: the operator numbers `progen._one_op` hands to `extra_op`
+EXTRA_OPS = range(18, 22)
+
+
+def extra_op(prog: Program, d: Draw, op: int) -> None:
+    """Append one operator of kind `op` (18: singletons, 19: keyed streams, 20: keyed
+    singletons, 21: a stream's ordering) when the pool has an input for it."""
+    if op == 18:
+        _singleton(prog, d)
+    elif op == 19:
+        _keyed_stream(prog, d)
+    elif op == 20:
+        _keyed_singleton(prog, d)
+    else:
+        _ordering(prog, d)
+
+
+def _singleton(prog: Program, d: Draw) -> None:
+    """A singleton's value mapped, filtered (an optional, then its default, a stream of at
+    most one element or a singleton holding None), expanded into a tick's stream, or the
+    previous tick's value."""
+    v = prog.pick(d, lambda v: v.kind == "single")
+    if v is None:
+        return
+    what = d.int(0, 6)
+    if v.tick is None and what in (3, 4, 5):  # over a top-level value's versions: the element-wise ones only
+        what = d.choice([0, 1, 2, 6])
+    if what == 0:
+        prog.new(f"{v.name}.map({d.choice(INT_MAPS)})", "single", v.tick)
+    elif what == 1:
+        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)}).unwrap_or(-1)", "single", v.tick)
+    elif what == 2:
+        prog.new(
+            f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)}).map(lambda x: x + 1).unwrap_or(-2)", "single", v.tick
+        )
+    elif what == 3:
+        prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick)
+    elif what == 4:
+        prog.new(f"{v.name}.defer_tick().unwrap_or(-3)", "single", v.tick)
+    elif what == 5:
+        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)}).into_stream()", "stream", v.tick)
+    else:  # the optional as a singleton holding None when absent
+        f = d.choice(INT_FILTERS)
+        prog.new(f"{v.name}.filter({f}).into_singleton().map(lambda x: -1 if x is None else x * 2)", "single", v.tick)
+
+
+def _keyed_stream(prog: Program, d: Draw) -> None:
+    """A keyed stream's values filtered, expanded or taken apart; or its order given up."""
+    v = prog.pick(d, lambda v: v.kind == "keyed")
+    if v is None:
+        return
+    kw = {"ordered": v.ordered, "source": v.source, "key": v.key}
+    what = d.int(0, 5)
+    if what == 0:
+        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "keyed", v.tick, **kw)
+    elif what == 1:
+        prog.new(f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)})", "keyed", v.tick, **kw)
+    elif what == 2:
+        prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "keyed", v.tick, **kw)
+    elif what == 3:
+        prog.new(f"{v.name}.flat_map_unordered({d.choice(INT_FLAT_MAPS)})", "keyed", v.tick, **{**kw, "ordered": False})
+    elif what == 4:
+        prog.new(f"{v.name}.values()", "stream", v.tick, ordered=False, source=v.source)
+    else:
+        prog.new(f"{v.name}.weaken_ordering()", "keyed", v.tick, **{**kw, "ordered": False})
+
+
+def _keyed_singleton(prog: Program, d: Draw) -> None:
+    """A keyed singleton's values mapped or filtered (at top level: every version), or, in a
+    tick, its keys, its values or the previous tick's table."""
+    v = prog.pick(d, lambda v: v.kind == "ksingle")
+    if v is None:
+        return
+    what = d.int(0, 4)
+    if v.tick is None and what >= 2:
+        what = d.int(0, 1)
+    if what == 0:
+        prog.new(f"{v.name}.map({d.choice(KEYED_MAPS)})", "ksingle", v.tick, key=v.key)
+    elif what == 1:
+        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "ksingle", v.tick, key=v.key)
+    elif what == 2:
+        prog.new(f"{v.name}.keys()", "stream", v.tick, elem=v.key, ordered=False)
+    elif what == 3:
+        prog.new(f"{v.name}.values()", "stream", v.tick, ordered=False)
+    else:
+        prog.new(f"{v.name}.defer_tick()", "ksingle", v.tick, key=v.key)
+
+
+def _ordering(prog: Program, d: Draw) -> None:
+    """A stream expanded without order, or its order given up (then only order-insensitive
+    operators may follow: the pool records it unordered)."""
+    v = prog.pick(d, lambda v: v.kind == "stream" and v.elem in ("int", "str"))
+    if v is None:
+        return
+    if v.elem == "int" and d.bool():
+        prog.new(
+            f"{v.name}.flat_map_unordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick, ordered=False, source=v.source
+        )
+    else:
+        prog.new(f"{v.name}.weaken_ordering()", "stream", v.tick, elem=v.elem, ordered=False, source=v.source)
