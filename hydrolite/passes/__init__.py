@@ -24,6 +24,11 @@ contract, which the simulator and the Spark planner both rely on:
   per-tick delta at top level once the tick has completed (like `AllTicks`).
 * **Exits.** Edges from region nodes to consumers outside the region get a bridge
   (`AllTicks` for streams, `Latest` for singletons), so the rest of the graph keeps its meaning.
+  Except for a plain `batch()`/`snapshot()` into the region's own merged tick: it reads the
+  carried node directly (the current version, one legal choice), and a top-level value it
+  reads that is *derived* from carried nodes only (a map of a carried fold, a count of a
+  carried stream) gets a carried copy of that derivation in the tick to read. Through a
+  bridge the tick would read its own output, which one micro-batch per run cannot do.
 * `Flow.regions` lists the `AlignedRegion`s for plan printouts; `Flow.diagnostics` carries
   the warnings.
 """

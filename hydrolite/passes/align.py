@@ -52,6 +52,7 @@ class _Rewriter:
         self.new: dict[int, n.Node] = {}
         self.entries: dict[tuple[int, TickId], n.Node] = {}
         self.bridges: dict[int, n.Node] = {}
+        self.pulled: dict[tuple[int, LocId], n.Node | None] = {}
         self.added: dict[AlignId, list[n.Node]] = {}
 
     def loc(self, loc: LocId) -> LocId:
@@ -110,7 +111,43 @@ class _Rewriter:
                 # only what earlier runs emitted, and its first run would wait for itself.
                 return new_child
             return self.bridge(child, new_child)
+        if isinstance(user, (n.Batch, n.Snapshot)) and not child.meta.in_tick:
+            pulled = self.pull(child, self.loc(user.tick))
+            if pulled is not None:
+                return pulled
         return new_child
+
+    def pull(self, node: n.Node, tick: LocId) -> n.Node | None:
+        """`node` computed in `tick` from the tick's carried nodes, for a plain batch or
+        snapshot into that tick; None unless every path from it reaches them through movable
+        top-level operators only (a map of a carried count, a count of a carried stream ...).
+
+        A top-level value the user derived from state the pass carries in a tick is, for a
+        reader in that same tick, one more reading of that state: like a plain read of the
+        carried node itself (above) it may read the current version, so the pass carries a
+        copy of the derivation there too. Through a bridge the reader would see only what
+        earlier runs published: on one micro-batch per run, the tick reading its own output."""
+        key = (id(node), tick)
+        if key in self.pulled:
+            return self.pulled[key]
+        if id(node) in self.region:
+            return self.new[id(node)] if self.region[id(node)][0] == tick else None
+        self.pulled[key] = None  # (also while its inputs are looked at: the graph has no cycle)
+        if not node.movable or node.meta.in_tick or not node.children:
+            return None
+        changes: dict[str, Any] = {"meta": node.meta.but(loc=tick)}
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, n.Node):
+                inner = self.pull(value, tick)
+                if inner is None:
+                    return None
+                changes[f.name] = inner
+        pulled = dataclasses.replace(node, **changes)
+        self.pulled[key] = pulled
+        pa = next(pa for t, pa in self.region.values() if t == tick)
+        self.added.setdefault(pa.info.id, []).append(pulled)
+        return pulled
 
     def entry(self, child: n.Node, new_child: n.Node, tick: TickId, pa: PointAnalysis) -> n.Node:
         """One Batch (streams) or Snapshot (singletons) per (top-level node, merged tick)."""

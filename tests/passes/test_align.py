@@ -113,6 +113,33 @@ def test_region_output_to_unaligned_consumer_gets_bridge() -> None:
     assert len(aligned.ticks) == 2  # the unaligned tick stays separate
 
 
+def test_plain_reads_of_values_derived_from_carried_state_are_carried_too() -> None:
+    """A plain snapshot into the aligned tick of a value derived from carried state reads it
+    in the tick (a carried copy of the derivation), not through a bridge: through one, the
+    tick would read its own output. A reader in another tick still goes through the bridge."""
+    flow = hl.FlowBuilder()
+    p = flow.process(Server)
+    align = p.local_align_point()
+    xs = p.source("xs", int).aligned_at(align)
+    total = xs.fold(0, lambda a, x: a + x)
+    xs.release_aligned(align).sink("acks")
+    t1, t2 = p.tick(), p.tick()
+    total.snapshot_aligned(t1, align, nondet("consistent with acks")).into_stream().all_ticks().sink("a")
+    scaled = total.map(lambda t: t * 10)
+    scaled.snapshot(t1, nondet("any version")).into_stream().all_ticks().sink("b")
+    xs.count().snapshot(t1, nondet("any version")).into_stream().all_ticks().sink("c")
+    scaled.snapshot(t2, nondet("any version")).into_stream().all_ticks().sink("d")
+    aligned = align_flow(flow.finalize())
+    snaps = {s.port: s.input.input.input for s in aligned.sinks.values() if s.port in "bcd"}
+    b, c, d = (cast(n.Snapshot, snaps[k]) for k in "bcd")
+    assert b.input.op == "map" and carried(b.input) and carried(b.input.children[0])
+    assert c.input.op == "count" and carried(c.input) and carried(c.input.children[0])
+    assert isinstance(d.input, n.Map) and isinstance(d.input.input, n.Latest)  # t2: through the bridge
+    region = aligned.regions[0]
+    assert {"map", "count"} <= {x.op for x in region.nodes}
+    assert "carried: count()" in describe_alignment(aligned)
+
+
 def test_two_points_sharing_a_tick_merge_transitively() -> None:
     flow = hl.FlowBuilder()
     p = flow.process(Server)
