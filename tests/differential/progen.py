@@ -185,7 +185,8 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
     src = prog.pick(d, lambda v: _top_stream(v) and v.source is not None and v.elem == "int")
     assert src is not None
     prog.lines.append("al = p.local_align_point()")
-    if d.int(0, 2) == 0:  # explicit mode: only what is tagged at the point is aligned
+    explicit = d.int(0, 2) == 0  # explicit mode: only what is tagged at the point is aligned
+    if explicit:
         src = prog.new(f"{src.name}.aligned_at(al)", "stream", None, source=src.source, ordered=src.ordered)
     # released as t1 runs at the point: t1 reading it back would read its own output
     rel = prog.new(f"{src.name}.release_aligned(al)", "stream", None, source=src.source, exits=frozenset({"t1"}))
@@ -198,6 +199,8 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
     elif what == 0:
         init, f, comm = d.choice(FOLDS)
         acc = prog.new(f"{src.name}.fold{'_commutative' if comm else ''}({init}, {f})", "single", None)
+        if explicit and d.bool():  # a singleton tagged too
+            acc = prog.new(f"{acc.name}.aligned_at(al)", "single", None)
         a = prog.new(f"{acc.name}.snapshot_aligned(t1, al, ND)", "single", "t1")
         out = prog.new(f"{a.name}.zip({c.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
         prog.sinks.append(f'{out.name}.into_stream().all_ticks().sink("aligned")')
@@ -205,13 +208,22 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
         kf = prog.new(
             f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None
         )
+        if explicit and d.bool():  # a keyed singleton tagged too
+            kf = prog.new(f"{kf.name}.aligned_at(al)", "ksingle", None)
         k = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1")
         prog.sinks.append(f'{k.name}.entries().all_ticks().sink("aligned")')
     else:
-        over = "unique()" if d.bool() else "enumerate().map(lambda t: t[0] * 100 + t[1])"
-        u = prog.new(f"{src.name}.{over}", "stream", None, source=src.source)
-        b = prog.new(f"{u.name}.batch_aligned(t1, al, ND)", "stream", "t1")
-        out = prog.new(f"{b.name}.cross_singleton({c.name}).map(lambda t: t[0] * 1000 + t[1])", "stream", "t1")
+        over = d.choice(["unique()", "enumerate().map(lambda t: t[0] * 100 + t[1])", "keyed"])
+        if over == "keyed":  # a keyed stream batched at the point
+            ku = prog.new(f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()", "keyed", None, source=src.source)
+            kb = prog.new(f"{ku.name}.batch_aligned(t1, al, ND)", "keyed", "t1")
+            b = prog.new(f"{kb.name}.entries().map(lambda t: t[0] * 100 + t[1])", "stream", "t1", ordered=False)
+        else:
+            u = prog.new(f"{src.name}.{over}", "stream", None, source=src.source)
+            b = prog.new(f"{u.name}.batch_aligned(t1, al, ND)", "stream", "t1")
+        out = prog.new(
+            f"{b.name}.cross_singleton({c.name}).map(lambda t: t[0] * 1000 + t[1])", "stream", "t1", ordered=b.ordered
+        )
         prog.sinks.append(f'{out.name}.all_ticks().sink("aligned")')
 
 
@@ -260,7 +272,7 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
     op = d.int(0, EXTRA_OPS[-1])
     tick = d.choice(ticks)
     if op in EXTRA_OPS:
-        extra_op(prog, d, op)
+        extra_op(prog, d, op, ticks)
     elif op == 0:  # element-wise on an int stream (top level or tick)
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is None:

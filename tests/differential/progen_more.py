@@ -4,18 +4,20 @@ operators of singletons, optional singletons, keyed streams and keyed singletons
 Kept apart from `progen._one_op` (which dispatches here for its last operator numbers) so
 each file stays readable. A new user's program that the simulator passes and Spark answers
 differently for is most likely to use an operator the generator never draws, so every
-public operator whose output is deterministic is drawn somewhere: only `assume_ordering`
-(its order is a choice the replay cannot know) and `inspect` (it prints) are left out.
+public operator is drawn somewhere but `assume_ordering` (its order is a choice the replay
+cannot know), `inspect` (it prints) and a keyed stream's `release_aligned`.
 
     >>> import random
     >>> from tests.differential.progen import Program, RandomDraw, Var
     >>> prog = Program(vars=[Var("xs", "stream", None, source="xs")])
-    >>> extra_op(prog, RandomDraw(random.Random(3)), 21)
+    >>> extra_op(prog, RandomDraw(random.Random(3)), 21, ["t1"])
     >>> prog.lines
     ['v1 = xs.weaken_ordering()']
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, Draw, Program
 
@@ -23,13 +25,14 @@ from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED
 EXTRA_OPS = range(18, 22)
 
 
-def extra_op(prog: Program, d: Draw, op: int) -> None:
+def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:
     """Append one operator of kind `op` (18: singletons, 19: keyed streams, 20: keyed
-    singletons, 21: a stream's ordering) when the pool has an input for it."""
+    singletons, 21: a stream's ordering) when the pool has an input for it; `ticks` are the
+    program's tick variables."""
     if op == 18:
         _singleton(prog, d)
     elif op == 19:
-        _keyed_stream(prog, d)
+        _keyed_stream(prog, d, ticks)
     elif op == 20:
         _keyed_singleton(prog, d)
     else:
@@ -65,13 +68,24 @@ def _singleton(prog: Program, d: Draw) -> None:
         prog.new(f"{v.name}.filter({f}).into_singleton().map(lambda x: -1 if x is None else x * 2)", "single", v.tick)
 
 
-def _keyed_stream(prog: Program, d: Draw) -> None:
-    """A keyed stream's values filtered, expanded or taken apart; or its order given up."""
+def _keyed_stream(prog: Program, d: Draw, ticks: Sequence[str]) -> None:
+    """A keyed stream's values filtered, expanded or taken apart; its order given up; or the
+    stream moved in time (into a tick, to the next run, out of the tick)."""
     v = prog.pick(d, lambda v: v.kind == "keyed")
     if v is None:
         return
     kw = {"ordered": v.ordered, "source": v.source, "key": v.key}
-    what = d.int(0, 5)
+    what = d.int(0, 6)
+    if what == 6:
+        if v.tick is None:
+            tick = d.choice([t for t in ticks if t not in v.exits] or [""])
+            if tick:
+                prog.new(f"{v.name}.batch({tick}, ND)", "keyed", tick, ordered=v.ordered, key=v.key)
+        elif d.bool():
+            prog.new(f"{v.name}.defer_tick()", "keyed", v.tick, ordered=v.ordered, key=v.key)
+        else:
+            prog.new(f"{v.name}.all_ticks()", "keyed", None, ordered=v.ordered, key=v.key, exits=frozenset({v.tick}))
+        return
     if what == 0:
         prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)})", "keyed", v.tick, **kw)
     elif what == 1:
