@@ -56,10 +56,13 @@ def run_case(
     source: str,
     steps: list[dict[str, list[Any]]],
     checkpoint: Callable[[str], str] | None = None,
+    keyed_state: str = "executors",
 ) -> Outcome:
     """Run `source` on Spark with `steps` of inputs, then verify the run against the simulator.
     `checkpoint(directory)` names the run's checkpoint (a Hadoop URI, say) instead of a
-    directory under the case's own; a program such a checkpoint cannot hold is "refused"."""
+    directory under the case's own; a program such a checkpoint cannot hold is "refused".
+    `keyed_state` is FlowRunner's option: `executors` (the harness's default) or `driver`
+    (where `auto` keeps Python keyed folds on a local master: what a user runs by default)."""
     try:
         flow = load(source)
     except FlowError as exc:
@@ -67,7 +70,13 @@ def run_case(
     directory = tempfile.mkdtemp(prefix="hl-diff-")
     try:
         try:
-            h = SparkHarness(flow, spark, directory, checkpoint=checkpoint(directory) if checkpoint else None)
+            h = SparkHarness(
+                flow,
+                spark,
+                directory,
+                keyed_state=keyed_state,
+                checkpoint=checkpoint(directory) if checkpoint else None,
+            )
         except (SparkPlanError, CheckpointPathError) as exc:
             return Outcome("refused", str(exc))
         try:

@@ -3,12 +3,14 @@
     python -m tests.differential.run_long --programs 1000 --seed 0 [--out DIR]
     python -m tests.differential.run_long --clusters --programs 200 --seed 0   # cluster programs
 
-Prints one line per program, then programs tried, outcomes (identical / refused with a
+Plain programs keep their keyed state on the executors or on the driver (`--keyed-state`;
+by default drawn per seed: the driver is where `auto` keeps Python keyed folds on a local
+master, what a user runs by default). Prints one line per program, then programs tried, outcomes (identical / refused with a
 clear planner error / divergent / error) and, for each divergence, a shrunk reproducer:
 statements are deleted while the program still builds and still diverges, then input
 elements are deleted the same way. Reproducers are written to `--out` (default
-`tests/differential/found/`) as modules with `build()` and `STEPS`, ready to move into
-`regressions/`.
+`tests/differential/found/`) as modules with `build()`, `STEPS` and `KEYED_STATE`, ready to
+move into `regressions/`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ Steps = list[dict[str, list[Any]]]
 
 Runner = Callable[[Any, str, Steps], Outcome]
 
+#: where a plain program's keyed state lives (FlowRunner's `keyed_state`): the executors, or the
+#: driver, where `auto` keeps Python keyed folds on a local master
+KEYED_STATES = ("executors", "driver")
+
 
 def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> Outcome:
     try:
@@ -41,12 +47,19 @@ def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> O
         return Outcome("error", traceback.format_exc(limit=8))
 
 
-def _draw(seed: int, clusters: bool) -> tuple[str, Steps, Runner, str]:
+def _draw(seed: int, clusters: bool, keyed_state: str = "mixed") -> tuple[str, Steps, Runner, str]:
     """The program, inputs and runner of one seed, and what to add to its reproducer: a plain
-    program (`progen`) or a cluster program (`progen_cluster`, run with its member count)."""
+    program (`progen`, with where its keyed state lives: `keyed_state`, or for `mixed` drawn
+    per seed) or a cluster program (`progen_cluster`, run with its member count)."""
     d = RandomDraw(random.Random(seed))
     if not clusters:
-        return generate(d).source(), inputs(d, ["xs", "ys", "ks", "ws"]), run_case, ""
+        source, steps = generate(d).source(), inputs(d, ["xs", "ys", "ks", "ws"])
+        where = d.choice(KEYED_STATES) if keyed_state == "mixed" else keyed_state
+
+        def placed(spark: Any, source: str, steps: Steps) -> Outcome:
+            return run_case(spark, source, steps, keyed_state=where)
+
+        return source, steps, placed, f"KEYED_STATE = {where!r}\n"
     cp = generate_cluster(d, max_ops=6)
     sizes = {"W": cp.members}
 
@@ -114,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-shrink", action="store_true")
     ap.add_argument("--clusters", action="store_true", help="generate cluster programs (progen_cluster)")
     ap.add_argument(
+        "--keyed-state",
+        choices=[*KEYED_STATES, "mixed"],
+        default="mixed",
+        help="where plain programs keep keyed state (mixed: drawn per seed, written to the reproducer)",
+    )
+    ap.add_argument(
         "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
     )
     args = ap.parse_args(argv)
@@ -130,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     found: list[str] = []
     t0 = time.time()
     for i, seed in enumerate(seeds):
-        source, steps, runner, extra = _draw(seed, args.clusters)
+        source, steps, runner, extra = _draw(seed, args.clusters, args.keyed_state)
         t = time.time()
         out = _safe(spark, source, steps, runner)
         counts[out.status] += 1
-        print(f"program {i + 1}/{len(seeds)} seed={seed}: {out.status} ({time.time() - t:.1f}s)", flush=True)
+        took = f"{time.time() - t:.1f}s"
+        print(f"program {i + 1}/{len(seeds)} seed={seed}: {out.status} ({took}) {extra.strip()}", flush=True)
         if _bad(out):
             small, small_steps, shrunk = (
                 (source, steps, out) if args.no_shrink else shrink(spark, source, steps, runner=runner)

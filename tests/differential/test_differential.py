@@ -5,7 +5,9 @@ local Spark (Spark chooses the micro-batches), then the run is replayed in the s
 from its offset log and every sink of every batch is compared (`verify_runner`). A
 failure is shrunk by Hypothesis and prints the program's source and inputs. The budget
 here is small (CI); `python -m tests.differential.run_long --programs 1000` runs long.
-Every divergence found is kept in `regressions/` and replayed by `test_regressions`.
+Every divergence found is kept in `regressions/` and replayed by `test_regressions`. Keyed
+state lives on the executors or on the driver, drawn with the program (the driver is where
+`auto` keeps Python keyed folds on a local master: what a user runs by default).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from tests.differential.harness import run_case
 from tests.differential.progen import HypothesisDraw, generate, inputs
+from tests.differential.run_long import KEYED_STATES
 from tests.spark.test_ckfs import viewfs_mount
 
 pytestmark = pytest.mark.spark
@@ -37,9 +40,11 @@ def test_generated_programs_match_the_simulator(spark: SparkSession, data: st.Da
     prog = generate(d)
     source = prog.source()
     steps = inputs(d, ["xs", "ys", "ks", "ws"])
+    keyed_state = d.choice(KEYED_STATES)  # the executors, or the driver (`auto` on a local master)
     note(source)
     note(f"STEPS = {steps!r}")
-    out = run_case(spark, source, steps)
+    note(f"KEYED_STATE = {keyed_state!r}")
+    out = run_case(spark, source, steps, keyed_state=keyed_state)
     assert out.status in ("identical", "refused"), out.detail
 
 
@@ -103,13 +108,16 @@ def _regressions() -> list[str]:
 
 @pytest.mark.parametrize("name", _regressions())
 def test_regressions(spark: SparkSession, name: str) -> None:
-    """Each kept reproducer (a program plus its `STEPS`) runs identically on both backends."""
+    """Each kept reproducer (a program plus its `STEPS`, and `KEYED_STATE` when it is not the
+    executors) runs identically on both backends."""
     with open(os.path.join(REGRESSIONS, name)) as fh:
         source = fh.read()
-    steps = next(
-        ast.literal_eval(node.value)
+    values = {
+        t.id: ast.literal_eval(node.value)
         for node in ast.parse(source).body
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STEPS" for t in node.targets)
-    )
-    out = run_case(spark, source, steps)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name) and t.id in ("STEPS", "KEYED_STATE")
+    }
+    out = run_case(spark, source, values["STEPS"], keyed_state=values.get("KEYED_STATE", "executors"))
     assert out.status == "identical", out.detail

@@ -17,6 +17,7 @@ from ...ir import nodes as n
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
+from .history import history_join
 from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
@@ -315,19 +316,15 @@ def cross_singleton(ctx: BatchCtx, node: n.CrossSingleton, args: list[Val]) -> V
     return project(sf, F.struct(F.col("v").alias("_1"), literal(s.value, s.t).col.alias("_2")), t)
 
 
-def _need_bounded(ctx: BatchCtx, node: n.Node) -> None:
-    if ctx.stateful(node):
-        raise unsupported(
-            node,
-            "on unbounded streams (it would have to keep the whole history)",
-            "batch() both sides into a tick and combine the batches there",
-        )
-
-
 @handles(n.CrossProduct, lazy=True)
 def cross_product(ctx: BatchCtx, node: n.CrossProduct, args: list[Val]) -> Val:
-    _need_bounded(ctx, node)
     a, b = sframe(args[0], node), sframe(args[1], node)
+    if ctx.stateful(node):  # unbounded sides: with their history (history.py)
+        return history_join(ctx, node, a, b, _cross)
+    return _cross(a, b)
+
+
+def _cross(a: SFrame, b: SFrame) -> SFrame:
     df = a.df.select(F.col("v").alias("_l")).crossJoin(b.df.select(F.col("v").alias("_r")))
     return SFrame(
         df.select(F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("v")), TupleT((a.vt, b.vt))
@@ -350,9 +347,15 @@ def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
 
 @handles(n.Join, lazy=True)
 def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
-    _need_bounded(ctx, node)
-    l_df, lk, lv = pairs(ctx, node, sframe(args[0], node))
-    r_df, rk, rv = pairs(ctx, node, sframe(args[1], node))
+    a, b = sframe(args[0], node), sframe(args[1], node)
+    if ctx.stateful(node):  # unbounded sides: with their history (history.py)
+        return history_join(ctx, node, a, b, lambda x, y: _join(ctx, node, x, y))
+    return _join(ctx, node, a, b)
+
+
+def _join(ctx: BatchCtx, node: n.Join, a: SFrame, b: SFrame) -> SFrame:
+    l_df, lk, lv = pairs(ctx, node, a)
+    r_df, rk, rv = pairs(ctx, node, b)
     kt = common_type(lk, rk)
     left = encoded(l_df.select("k", F.col("v").alias("_l")), "k", lk, kt)
     right = encoded(r_df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", rk, kt)

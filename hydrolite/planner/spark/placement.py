@@ -14,8 +14,8 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far);
-a join of unbounded streams that cannot be placed there is refused (`SparkPlanError`): on
-the driver it would keep its whole history in every batch.
+any other join of unbounded streams keeps each side's history as Parquet the executors write
+(`history.py`), never on the driver.
 
 **Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
 folding a query input directly, and read only by lookups whose requested keys the same
@@ -224,7 +224,9 @@ def place(
     With `executors=False` (the run option `keyed_state="driver"`, or `auto` on a local
     master: `driver_why` says so) everything else stays on the driver, as in hydrolite before
     state moved to the executors — except, with `joins`, joins of unbounded streams, which the
-    driver cannot hold at all (`auto` keeps them on the executors whatever the master).
+    driver cannot hold at all (`auto` keeps them on the executors whatever the master); without
+    `joins`, and for a join whose sides are not chains, their sides' history is Parquet the
+    executors write (`history.py`).
     """
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
@@ -249,8 +251,10 @@ def place(
         if rows is not None:
             placements.append(Placement(node, False, rows, rows=True))
             continue
-        if not executors and not (joins_here and isinstance(node, (n.Join, n.CrossProduct))):
-            _refuse_unbounded_join(node, why_driver)
+        if isinstance(node, (n.Join, n.CrossProduct)) and not joins_here:
+            placements.append(_history_placement(node, why_driver))
+            continue
+        if not executors and not isinstance(node, (n.Join, n.CrossProduct)):
             # a state no option moves says its own reason; one the option kept from the native
             # path (a count of occurrences it could have taken) says the option
             moot = not keyed_aggregate
@@ -262,12 +266,11 @@ def place(
         if isinstance(node, (n.Join, n.CrossProduct)):
             side = finder.join_of(node)
             if isinstance(side, str):
-                _refuse_unbounded_join(node, side)
+                placements.append(_history_placement(node, side))
             else:
                 placed_joins.append(side)
                 placements.append(Placement(node, True, _JOIN_WHY[type(node)]))
             continue
-        _refuse_unbounded_join(node, "")
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
             placements.append(Placement(node, False, found + not_native))
@@ -318,17 +321,17 @@ _JOIN_WHY = {
 }
 
 
-def _refuse_unbounded_join(node: n.Node, why: str) -> None:
-    if isinstance(node, (n.Join, n.CrossProduct)):
-        from .stages import SparkPlanError
-
-        because = f" ({why})" if why else ""
-        raise SparkPlanError(
-            f"{node.op}() of unbounded streams would keep their whole history on the driver in every batch{because}",
-            site=node.site,
-            fix=f"feed {node.op}() straight from the query's inputs through element-wise operators (its state then "
-            "lives on the executors), or batch() both sides into a tick and combine the batches there",
-        )
+def _history_placement(node: n.Join | n.CrossProduct, because: str) -> Placement:
+    """A join of unbounded streams Spark's join state cannot take (`because`): its sides'
+    history as Parquet the executors write (`history.py`)."""
+    return Placement(
+        node,
+        False,
+        f"{_JOIN_WHY[type(node)]}, not in Spark's state store ({because}): each side's history as Parquet the "
+        "executors write, a directory per batch (compacted) under <query>/state/blobs/, read whole by every batch "
+        "(history.py)",
+        rows=True,
+    )
 
 
 class _Finder:

@@ -77,20 +77,25 @@ def state_type(node: n.Node) -> str:
 
 def home_of(stage: Stage, node: n.Node) -> str:
     """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
-    "executors" (the transformWithState operator) or "driver"."""
+    "executors" (the transformWithState operator), "history" (a join's sides as Parquet,
+    `history.py`) or "driver"."""
     p = stage.placement.of(node) if stage.placement is not None else None
     if p is not None and p.native:
         return "native"
+    if p is not None and p.rows and isinstance(node, (n.Join, n.CrossProduct)):
+        return "history"
     return "executors" if p is not None and p.executors else "driver"
 
 
 def _at(home: str) -> str:
-    return "in a native streaming aggregation" if home == "native" else f"on the {home}"
+    where = {"native": "in a native streaming aggregation", "history": "as Parquet history under the checkpoint"}
+    return where.get(home, f"on the {home}")
 
 
 def _keyed_state_for(home: str) -> str:
-    """The run option that keeps state where `home` says."""
-    return "executors (or auto)" if home == "native" else home
+    """The run option that keeps state where `home` says (a join's history: the driver's
+    option, which keeps no join per key on the executors)."""
+    return {"native": "executors (or auto)", "history": "driver"}.get(home, home)
 
 
 @dataclass
