@@ -278,12 +278,18 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         if v is None:
             return
         what = d.int(0, 4)
-        other = prog.pick(d, lambda o: _top_stream(o) and o.source is not None and o.elem == "int")
-        if what == 4 and v.tick is None and v.source is not None and other is not None and d.bool():
-            # a top-level cross product: both sides' whole history, on the executors
-            prog.new(
-                f"{v.name}.cross_product({other.name}).map(lambda t: t[0] * 10 + t[1])", "stream", None, ordered=False
-            )
+        other = prog.pick(d, lambda o: _top_stream(o) and o.elem == "int")
+        if what == 4 and v.tick is None and other is not None and d.bool():
+            # a top-level cross product or join: both sides' whole history, on the executors (per key
+            # in Spark's state when both are chains from the query's inputs, else as Parquet: history.py)
+            if d.bool():
+                expr = f"{v.name}.cross_product({other.name}).map(lambda t: t[0] * 10 + t[1])"
+            else:
+                left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
+                expr = (
+                    f"{v.name}.map({left}).join({other.name}.map({right})).map(lambda t: t[0] + t[1][0] * 3 + t[1][1])"
+                )
+            prog.new(expr, "stream", None, ordered=False)
         elif what == 4 and v.tick is None:  # a top-level anti_join: its keys are literals, whole in every batch
             keys = sorted({d.int(0, 5) for _ in range(d.int(1, 3))})
             prog.new(
