@@ -20,11 +20,11 @@ import os
 import shutil
 import statistics
 import tempfile
-import time
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from state_paths.jobs import timed_run
 
 import hydrolite as hl
 from hydrolite.planner.spark.runtime import FlowRunner
@@ -68,12 +68,7 @@ def run(spark: Any, base: str, keyed_state: str, keys: int) -> dict[str, Any]:
         outputs={"out": f"parquet:{work}/out"},
         keyed_state=keyed_state,
     )
-    t0 = time.perf_counter()
-    runner.start(once=True)
-    runner.await_termination()
-    elapsed = time.perf_counter() - t0
-    progress = [p for st in runner.stages if st.query is not None for p in st.query.recentProgress]
-    runner.stop()
+    elapsed, progress = timed_run(runner)
     pairs = spark.read.parquet(f"{work}/out").count()
     shutil.rmtree(work, ignore_errors=True)
     lat = [float(p.durationMs.get("triggerExecution", 0)) for p in sorted(progress, key=lambda p: int(p.batchId))]

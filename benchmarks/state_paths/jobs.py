@@ -214,13 +214,20 @@ def run_hydro(spark: Any, name: str, base: str, out: str, keyed_state: str) -> t
     runner = FlowRunner(flow, spark=spark, checkpoint=os.path.join(out, "ck"), inputs=inputs, outputs=outputs, **placed)
     text = render_text(runner.plan)
     state = text[text.index("  state") : text.index("  body")].strip() if "  state" in text else "(no state lines)"
+    elapsed, progress = timed_run(runner)
+    return elapsed, progress, state
+
+
+def timed_run(runner: Any) -> tuple[float, list[Any]]:
+    """Run a FlowRunner to the end of its input (availableNow): its seconds, from start to the
+    end of its last batch, and its queries' progress events; the runner is stopped."""
     t0 = time.perf_counter()
     runner.start(once=True)
     runner.await_termination()
     elapsed = time.perf_counter() - t0
     progress = [p for st in runner.stages if st.query is not None for p in st.query.recentProgress]
     runner.stop()
-    return elapsed, progress, state
+    return elapsed, progress
 
 
 def run_spark(spark: Any, name: str, base: str, out: str, keyed_state: str = "auto") -> tuple[float, list[Any], str]:

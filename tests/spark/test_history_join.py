@@ -23,6 +23,7 @@ from hydrolite.planner.spark.render import render_text
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.types import from_python
+from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import json_batches
 from tests.spark.test_ckfs import viewfs_mount
@@ -126,6 +127,56 @@ def test_plan_says_where_the_history_lives(keyed_state: str) -> None:
     place_all(plan, keyed_state, "local[2]")
     text = render_text(plan)
     assert text.count("Parquet files under the query's checkpoint") >= 2, text
-    why = "its left side: its input passes through all_ticks()" if keyed_state == "auto" else "keyed_state='driver'"
-    assert why in text, text
+    assert "its left side: its input passes through all_ticks()" in text, text  # the reason on any option
     assert "history.py" in text, text
+
+
+def test_auto_on_a_local_master_joins_chains_with_their_history_too() -> None:
+    """Where it measured faster (a local master, `auto`), a join whose sides are chains takes
+    the history path too and says why; `executors` and a cluster master keep it per key."""
+    fb = hl.FlowBuilder("chains")
+    p = fb.process(P)
+    p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, int])).sink("out")
+    flow = fb.finalize()
+    for option, master, history_path in (
+        ("auto", "local[2]", True),
+        ("executors", "local[2]", False),
+        ("auto", "local-cluster[2,1,1024]", False),
+    ):
+        plan = plan_flow(flow)
+        place_all(plan, option, master)
+        (placed,) = [x for st in plan.stages if st.placement for x in st.placement.placements]
+        assert placed.rows is history_path and placed.executors is not history_path, (option, master, placed)
+        if history_path:
+            assert "keyed_state='auto' on the local master" in placed.why and "10.4x" in placed.why, placed.why
+
+
+def test_a_join_kept_per_key_is_not_resumed_as_history(spark: SparkSession, tmp_path: Path) -> None:
+    """A checkpoint whose join lives in Spark's per-key state (`executors`) resumed where the
+    join would take the history path (`auto` on a local master): refused before anything runs,
+    with the option that keeps it where it is — never started from an empty history."""
+    fb = hl.FlowBuilder("chains")
+    p = fb.process(P)
+    p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, int])).sink("out")
+    flow = fb.finalize()
+    pairs = from_python(tuple[int, int])
+    xs, ys = FeedWriter(str(tmp_path / "xs"), pairs), FeedWriter(str(tmp_path / "ys"), pairs)
+    xs.send_many([(1, 10)])
+    ys.send_many([(1, 20)])
+
+    def runner(keyed_state: str) -> FlowRunner:
+        return FlowRunner(
+            flow,
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs={"xs": f"feed:{tmp_path / 'xs'}", "ys": f"feed:{tmp_path / 'ys'}"},
+            outputs={"out": f"json:{tmp_path / 'out'}"},
+            keyed_state=keyed_state,
+        )
+
+    with runner("executors") as first:
+        first.start()
+        first.process_all_available()
+    with pytest.raises(PlanChangedError) as err:
+        runner("auto")
+    assert "--keyed-state executors" in str(err.value), str(err.value)

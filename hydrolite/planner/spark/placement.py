@@ -197,13 +197,21 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
     """Place every stage's state as `hydrolite run --keyed-state KEYED_STATE --master MASTER`
     does (the runner, `hydrolite plan`, the notebook view and `verify-run` all place here)."""
     on_executors, why = resolve_keyed_state(keyed_state, master)
+    joins = on_executors or keyed_state == "executors"
+    joins_why = None
+    if not joins and keyed_state == "auto":  # chosen by measurement, as the keyed state's home
+        joins_why = (
+            f"keyed_state='auto' on the local master {master!r}: there the history path ran a join 10.4x faster than "
+            "Spark's per-key join state (benchmarks/bench_history_join.py; --keyed-state executors keeps it per key)"
+        )
     for stage in plan.stages:
         stage.placement = place(
             stage,
             executors=on_executors,
             driver_why=why,
-            joins=keyed_state != "driver",
+            joins=joins,
             native=resolve_native(keyed_state),
+            joins_why=joins_why,
         )
     from .channel_versions import check_whole  # (it reads stages: imported here, not at the top)
 
@@ -216,6 +224,7 @@ def place(
     driver_why: str | None = None,
     joins: bool | None = None,
     native: bool | None = None,
+    joins_why: str | None = None,
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
@@ -224,9 +233,10 @@ def place(
     With `executors=False` (the run option `keyed_state="driver"`, or `auto` on a local
     master: `driver_why` says so) everything else stays on the driver, as in hydrolite before
     state moved to the executors — except, with `joins`, joins of unbounded streams, which the
-    driver cannot hold at all (`auto` keeps them on the executors whatever the master); without
-    `joins`, and for a join whose sides are not chains, their sides' history is Parquet the
-    executors write (`history.py`).
+    driver cannot hold at all: they are kept per key on the executors. Without `joins` (`auto` on
+    a local master, where it measured faster: `joins_why` says so; `driver`), and for a join
+    whose sides are not chains, their sides' history is Parquet the executors write
+    (`history.py`).
     """
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
@@ -252,7 +262,8 @@ def place(
             placements.append(Placement(node, False, rows, rows=True))
             continue
         if isinstance(node, (n.Join, n.CrossProduct)) and not joins_here:
-            placements.append(_history_placement(node, why_driver))
+            side = finder.join_of(node)  # (a side that is not a chain is the reason on any option)
+            placements.append(_history_placement(node, side if isinstance(side, str) else joins_why or why_driver))
             continue
         if not executors and not isinstance(node, (n.Join, n.CrossProduct)):
             # a state no option moves says its own reason; one the option kept from the native
@@ -327,7 +338,7 @@ def _history_placement(node: n.Join | n.CrossProduct, because: str) -> Placement
     return Placement(
         node,
         False,
-        f"{_JOIN_WHY[type(node)]}, not in Spark's state store ({because}): each side's history as Parquet the "
+        f"a {node.op}() of unbounded streams, not in Spark's per-key state ({because}): each side's history as Parquet the "
         "executors write, a directory per batch (compacted) under <query>/state/blobs/, read whole by every batch "
         "(history.py)",
         rows=True,
