@@ -11,6 +11,7 @@ side's whole history each batch, so its last batch is where the difference shows
 
     python benchmarks/bench_history_join.py                         # 10 batches x 5,000 rows a side
     python benchmarks/bench_history_join.py --batches 20 --rows 20000 --repeat 3
+    python benchmarks/bench_history_join.py --batches 40 --rows 50000 --repeat 1 --paths driver   # one path
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def run(spark: Any, base: str, keyed_state: str, keys: int) -> dict[str, Any]:
     pairs = spark.read.parquet(f"{work}/out").count()
     shutil.rmtree(work, ignore_errors=True)
     lat = [float(p.durationMs.get("triggerExecution", 0)) for p in sorted(progress, key=lambda p: int(p.batchId))]
-    return {"s": elapsed, "pairs": pairs, "first": lat[0], "last": lat[-1], "batches": len(lat)}
+    at = [lat[round(q * (len(lat) - 1))] for q in (0, 0.25, 0.5, 0.75, 1)]  # how a batch's cost grows
+    return {"s": elapsed, "pairs": pairs, "first": lat[0], "last": lat[-1], "batches": len(lat), "at": at}
 
 
 def main() -> None:
@@ -81,6 +83,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=5000, help="rows per side per batch")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--paths", default=",".join(PATHS), help="executors (per key), driver (history), or both")
     args = ap.parse_args()
     keys = args.batches * args.rows  # each element meets one of the other side (keys prime to 3)
     keys += 0 if keys % 3 else 1
@@ -90,15 +93,16 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     rows = 2 * args.batches * args.rows
     print(f"Spark {args.master}; {args.batches} batches x {args.rows:,} rows a side over {keys:,} keys")
-    run(spark, base, "executors", keys)  # warm-up (JVM, Python workers)
-    results: dict[str, list[dict[str, Any]]] = {p: [] for p in PATHS}
+    paths = [p for p in PATHS if p in args.paths.split(",")]
+    run(spark, base, paths[0], keys)  # warm-up (JVM, Python workers)
+    results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for rep in range(args.repeat):
-        for path in PATHS if rep % 2 == 0 else PATHS[::-1]:
+        for path in paths if rep % 2 == 0 else paths[::-1]:
             r = run(spark, base, path, keys)
             results[path].append(r)
             print(
                 f"  run {rep + 1} {path:9s}: {r['s']:.1f} s, {rows / r['s']:,.0f} rows/s, {r['pairs']:,} pairs, "
-                f"batch ms first {r['first']:.0f} last {r['last']:.0f}",
+                "batch ms at 0/25/50/75/100% of the run " + " / ".join(f"{x:.0f}" for x in r["at"]),
                 flush=True,
             )
     med = {p: statistics.median(r["s"] for r in rs) for p, rs in results.items()}
@@ -108,11 +112,12 @@ def main() -> None:
         first = statistics.median(r["first"] for r in rs)
         last = statistics.median(r["last"] for r in rs)
         print(f"{names[p]:30s} {med[p]:9.1f} {rows / med[p]:10,.0f} {first:9.0f} {last:8.0f}")
-    paired = [e["s"] / h["s"] for e, h in zip(results["executors"], results["driver"])]
-    print(
-        f"history / per-key throughput: {med['executors'] / med['driver']:.2f}x of the medians; paired "
-        + ", ".join(f"{x:.2f}" for x in paired)
-    )
+    if len(paths) == 2:
+        paired = [e["s"] / h["s"] for e, h in zip(results["executors"], results["driver"])]
+        print(
+            f"history / per-key throughput: {med['executors'] / med['driver']:.2f}x of the medians; paired "
+            + ", ".join(f"{x:.2f}" for x in paired)
+        )
     assert len({r["pairs"] for rs in results.values() for r in rs}) == 1, "the two paths wrote different pair counts"
     shutil.rmtree(base, ignore_errors=True)
     spark.stop()

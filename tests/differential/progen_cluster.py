@@ -95,7 +95,7 @@ def generate_cluster(d: Draw, max_ops: int = 6) -> ClusterProgram:
 def _one_op(prog: Program, d: Draw, batchy: set[str]) -> None:
     op = d.int(0, 12)
     if op == 12:  # singletons' and keyed streams' element-wise operators, orderings (progen_more.py)
-        extra_op(prog, d, d.choice([18, 19, 21]), ["t1"])
+        extra_op(prog, d, d.choice([19, 21]), ["t1"])
     elif op == 0:  # element-wise on an int stream
         v = prog.pick(d, lambda v: v.kind == "stream" and v.elem == "int")
         if v is None:
