@@ -32,7 +32,7 @@ pytestmark = pytest.mark.spark
 
 ND = nondet("test: any batching")
 
-STEPS = [([1, 2], [3]), ([4], []), ([], [5, 6]), ([7], [8]), ([10, 11], [9]), ([], [12]), ([13], [])]
+STEPS = [([1, 2], [3]), ([4], [5, 6]), ([7], [8]), ([10, 11], [9]), ([13], [12])]
 
 
 class P:
@@ -86,16 +86,17 @@ def _outputs(d: Path) -> dict[str, Counter[Any]]:
 def test_history_joins_answer_once_across_a_crash_with_a_bounded_history(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """Seven steps, a crash after batch 3's state committed and before its outputs, a restart:
+    """Five steps, a crash after batch 2's state committed and before its outputs, a restart:
     every pair exactly once, the simulator's replay identical, and each side's history kept in
-    a bounded number of directories (compacted every 3 here)."""
+    a bounded number of directories (compacted every 3 here: at batches 2 and 4; the crash is
+    in the first compaction)."""
     monkeypatch.setattr(history, "COMPACT_AFTER", 3)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ck").mkdir()
     checkpoint = str(tmp_path / "ck") if where == "local" else viewfs_mount(spark, tmp_path / "ck")
     xs = FeedWriter(str(tmp_path / "xs"), from_python(int))
     ys = FeedWriter(str(tmp_path / "ys"), from_python(int))
-    crash = CrashOnce("before_outputs", batch=3)
+    crash = CrashOnce("before_outputs", batch=2)
     runner = _runner(tmp_path, spark, checkpoint, crash).start()
     sent = 0
     try:
@@ -105,7 +106,7 @@ def test_history_joins_answer_once_across_a_crash_with_a_bounded_history(
             sent += 1
             runner.process_all_available()
     except Exception as exc:  # the injected crash ends this runner's query; anything else fails the test
-        if crash.fired != [3] or "crash at before_outputs of batch 3" not in str(exc):
+        if crash.fired != [2] or "crash at before_outputs of batch 2" not in str(exc):
             raise
     finally:
         runner.stop()
@@ -118,7 +119,7 @@ def test_history_joins_answer_once_across_a_crash_with_a_bounded_history(
             resumed.process_all_available()
     finally:
         resumed.stop()
-    assert crash.fired == [3]
+    assert crash.fired == [2]
     assert _outputs(tmp_path) == expected()
     report = verify_runner(resumed)
     assert report.identical, str(report)
