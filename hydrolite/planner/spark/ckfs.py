@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import uuid
 from functools import lru_cache
 from typing import Any
@@ -123,8 +124,25 @@ def write_atomic(path: str, data: bytes | str, overwrite: bool = True) -> bool:
     h = _hadoop(path)
     p = h.path(path)
     h.mkdirs(p.getParent())
-    if not overwrite and h.manager.exists(p):
-        return False
+    if overwrite:
+        return _create(h, p, raw, overwrite)
+    # Writers racing in this process take turns: on a file system that keeps checksums beside
+    # the data (a local disk reached through Hadoop, e.g. under viewfs) the loser's rename could
+    # replace the winner's .crc before failing on the data file, and the winner's file would
+    # then fail its checksum on read (seen once in CI). Other processes still race on the
+    # rename, which HDFS and the object stores' committers make atomic.
+    with _EXCLUSIVE:
+        if h.manager.exists(p):
+            return False
+        return _create(h, p, raw, overwrite)
+
+
+_EXCLUSIVE = threading.Lock()
+
+
+def _create(h: _Hadoop, p: Any, raw: bytes, overwrite: bool) -> bool:
+    """Write `raw` to `p` whole (a temporary file renamed, or one PUT); False when `overwrite`
+    is off and another writer's file appeared first."""
     out = h.manager.createAtomic(p, overwrite)
     try:
         out.write(bytearray(raw))
