@@ -48,14 +48,12 @@ def history_join(ctx: BatchCtx, node: n.Join | n.CrossProduct, left: SFrame, rig
     """This batch's output of `node` from its sides' new elements `left` / `right` and their
     history; `combine(a, b)` pairs two bounded frames as the operator does in a tick."""
     new_l, new_r = _values(left), _values(right)
-    old_l, old_r = _history(ctx, node, "l", new_l), _history(ctx, node, "r", new_r)
-    all_r = new_r if old_r is None else _union(old_r, new_r)
-    out = combine(new_l, all_r)
+    (paths_l, old_l), (paths_r, old_r) = _history(ctx, node, "l", new_l), _history(ctx, node, "r", new_r)
+    out = combine(new_l, new_r if old_r is None else _union(old_r, new_r))
     if old_l is not None:
-        late = combine(old_l, new_r)
-        out = SFrame(out.df.unionByName(late.df.select(*out.df.columns)), out.vt, out.kt)
-    _append(ctx, node, "l", new_l)
-    _append(ctx, node, "r", new_r)
+        out = _union(out, combine(old_l, new_r))
+    _append(ctx, node, "l", new_l, paths_l, old_l)
+    _append(ctx, node, "r", new_r, paths_r, old_r)
     return out
 
 
@@ -73,28 +71,23 @@ def _key(ctx: BatchCtx, node: n.Node, side: str) -> str:
     return f"{ctx.key(node)}:history_{side}"
 
 
-def _history(ctx: BatchCtx, node: n.Node, side: str, like: SFrame) -> SFrame | None:
-    """The side's elements of every earlier batch; None before the first."""
+def _history(ctx: BatchCtx, node: n.Node, side: str, like: SFrame) -> tuple[list[str], SFrame | None]:
+    """The directories of the side's earlier batches and their elements (None before the first)."""
     found, record = ctx.state.get(_key(ctx, node, side), b"history")
     if not found or not record[0]:
-        return None
+        return [], None
     paths, schema = record
     df = ctx.spark.read.schema(T.StructType.fromJson(schema)).parquet(*paths)
-    return SFrame(df, like.vt, like.kt)
+    return list(paths), SFrame(df, like.vt, like.kt)
 
 
-def _append(ctx: BatchCtx, node: n.Node, side: str, new: SFrame) -> None:
-    """Write this batch's side (with the history, when compacting) and record the directory."""
+def _append(ctx: BatchCtx, node: n.Node, side: str, new: SFrame, paths: list[str], old: SFrame | None) -> None:
+    """Write this batch's side (with its history `old`, read from `paths`, when compacting) and
+    record the directory."""
     key = _key(ctx, node, side)
-    found, record = ctx.state.get(key, b"history")
-    paths: list[str] = list(record[0]) if found else []
     path = ctx.state.blob_dir(key)
-    compact = bool(paths) and len(paths) + 1 >= COMPACT_AFTER
-    df = new.df
-    if compact:
-        old = _history(ctx, node, side, new)
-        assert old is not None
-        df = old.df.unionByName(df.select(*old.df.columns))
+    compact = old is not None and len(paths) + 1 >= COMPACT_AFTER
+    df = _union(old, new).df if compact and old is not None else new.df
 
     def write() -> None:
         df.write.mode("overwrite").parquet(path)
