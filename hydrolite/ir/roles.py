@@ -206,6 +206,8 @@ def starts_empty(node: Node) -> bool:
 
 
 def _of_unbounded_stream(node: Node) -> bool:
-    """An aggregate over an unbounded (keyed) stream: it has seen nothing before any input."""
+    """An aggregate over an unbounded (keyed) stream: it has seen nothing before any input.
+    So is one the alignment pass carries in a tick (its input is the tick's batch of such a
+    stream, its state every batch so far): the `latest()` bridge on it reads that from the start."""
     src = node.children[0]
-    return src.meta.kind.streamlike and not src.meta.bounded
+    return src.meta.kind.streamlike and (not src.meta.bounded or role_of(node) is Role.CARRIED)
