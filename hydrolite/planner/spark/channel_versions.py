@@ -2,24 +2,34 @@
 
 A singleton's versions cross as one-row channel entries; the reader takes the newest its
 batch brings, else the one it kept, else the producer's static initial version
-(`latest_scalar`; `held.py` holds a batch that has none). A keyed singleton:
+(`latest_scalar`; `held.py` holds a batch that has none). A keyed singleton crosses in one
+of two forms, decided once the states are placed (`settle_channels`, `Channel.deltas`):
 
-* **Producer.** A batch that computes a version writes the whole table, `(k, v)` rows, as the
-  channel's entry `<batch id>` (`outputs._write_channel`, through `values.table_frame`). An
-  empty table writes no entry, as an empty optional singleton writes none: the reader keeps
-  the version it has, an older one, which a snapshot may read.
-* **Reader.** Of the entries a batch brings, the newest is the version (`latest_table`: one
-  aggregate over the batch's rows of that input, then a filter). The reader keeps it as
-  Parquet its executors write under its own state (`<query>/state/blobs/`), recorded in the
-  versioned store by path: a later batch without a new version reads it back from there,
-  neither through the driver nor from the producer's entry (which retention may remove).
+* **Whole versions** (its producer's state on the driver). A batch that computes a version
+  writes the whole table, `(k, v)` rows, as the channel's entry `<batch id>`
+  (`outputs._write_channel`, through `values.table_frame`). An empty table writes no entry,
+  as an empty optional singleton writes none: the reader keeps the version it has, an
+  older one, which a snapshot may read.
+* **Deltas** (its producer's state on the executors: Spark's streaming aggregation or the
+  executor region, whose value in a batch is the keys the batch updated). The entry of a
+  batch is those keys' new values; a keyed aggregate never loses a key, and the steps
+  between it and the channel (`PER_KEY_STEPS`: `latest()`, a value `map()` / `inspect()`)
+  keep every key and compute a key's value from that key's alone, so the version after the
+  entry is the version before it with those rows replaced or added. A step that may drop a
+  key (`filter`, `filter_map`) would need a tombstone: such a state stays on the driver
+  (`crossings` says why). The producer's state then never passes through the driver.
+* **Reader.** Of the entries a batch brings, the newest is the version (`latest_table`):
+  of whole versions, the rows of the newest entry; of deltas, the version it kept with every
+  entry's rows applied in entry order (per key, the row of the highest `_seq`), computed by
+  the executors. The reader keeps it as Parquet its executors write under its own state
+  (`<query>/state/blobs/`), recorded in the versioned store by path: a later batch without
+  a new version reads it back from there, neither through the driver nor from the
+  producer's entries (which retention removes once every reader has read them). A reader
+  batch that brings deltas rewrites the table it keeps: O(table) work on the executors.
 * **Before a first version.** A keyed aggregation of an unbounded keyed stream (count,
   fold, reduce, first, last; a map or filter of one) is the empty table from the start, in
   the model too (`ir.roles.starts_empty`); any other keyed singleton has no version yet, and the reading tick waits
   for one (`held.py`), as it does for a singleton.
-* **Only whole tables cross.** A keyed state Spark's streaming aggregation or the executor
-  region keeps yields, per batch, only the keys the batch updated; such a state read by
-  another query is refused at plan time (`check_whole`).
 
     >>> from hydrolite.planner.spark.channel_versions import VERSIONED
     >>> [k.value for k in VERSIONED]
@@ -28,6 +38,7 @@ batch brings, else the one it kept, else the producer's static initial version
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -45,12 +56,37 @@ if TYPE_CHECKING:
     from .runtime import InputSpec
     from .stages import Plan
 
-__all__ = ["VERSIONED", "check_whole", "latest_scalar", "latest_table"]
+__all__ = ["PER_KEY_STEPS", "VERSIONED", "crossings", "latest_scalar", "latest_table", "settle_channels"]
 
 #: the kinds read from another query by version (the reader takes one version, not every element)
 VERSIONED = (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON)
 
 _VALUE_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect)
+#: keyed singleton steps that keep every key and compute each key's value from that key's
+#: alone: the keys a version changed, through them, are the keys the result changed
+PER_KEY_STEPS = (n.Latest, n.Map, n.Inspect)
+
+
+def crossings(x: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | str:
+    """The nodes another query reads (channels out: a node that is its own user in `users`,
+    as `placement._Finder` records them) that keyed singleton `x` reaches through
+    `PER_KEY_STEPS` only, or why one of its readers below those steps needs more than the
+    keys a batch changed (a reader in the query itself, or a step that may drop a key)."""
+    out: list[n.Node] = []
+    todo = [x]
+    while todo:
+        y = todo.pop()
+        for u in users.get(id(y), []):
+            if u is y:
+                out.append(y)
+            elif isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+                todo.append(u)
+            else:
+                return (
+                    f"{y.op}() {where(y)} is read whole by {u.op}() {where(u)} (a batch's value is only the keys it "
+                    "updated; only per-key lookups and another query's deltas can read that)"
+                )
+    return out
 
 
 def latest_scalar(sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
@@ -68,21 +104,29 @@ def latest_scalar(sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
 
 
 def latest_table(spark: SparkSession, sf: SFrame, inp: InputSpec, state: Any) -> KTable | None:
-    """The version of keyed singleton input `inp` this batch reads: the newest entry among the
-    batch's rows `sf` (ordered by the feed's `_seq`: entry << 32 + row), else the version an
-    earlier batch kept, else the empty table when it starts empty; None: no version yet."""
+    """The version of keyed singleton input `inp` this batch reads: of whole versions, the
+    newest entry among the batch's rows `sf` (ordered by the feed's `_seq`: entry << 32 +
+    row); of deltas (`inp.deltas`), the kept version with every entry of the batch applied;
+    without a new entry, the version an earlier batch kept, else the empty table when it
+    starts empty; None: no version yet."""
     assert inp.node is not None and inp.kt is not None and len(sf.order) == 1
     key, seq = f"input:{inp.name}", F.col(sf.order[0])
     newest = sf.df.agg(F.max(seq)).collect()[0][0]
+    found, kept = state.get(key, b"table")  # (reads of `state` see the previous batch's versions)
     if newest is not None:
-        rows = sf.df.filter(seq >= F.lit((int(newest) >> 32) << 32)).select("k", "v")
+        if inp.deltas:  # per key, the row of the newest entry that has the key; the kept row else
+            rows = sf.df.select("k", "v", seq.alias("_q"))
+            if found:
+                old = spark.read.schema(T.StructType.fromJson(kept[1])).parquet(kept[0])
+                rows = old.select("k", "v", F.lit(-1).cast("long").alias("_q")).unionByName(rows)
+            rows = rows.groupBy("k").agg(F.max_by("v", "_q").alias("v"))
+        else:
+            rows = sf.df.filter(seq >= F.lit((int(newest) >> 32) << 32)).select("k", "v")
         path = state.blob_dir(key)
         rows.write.mode("overwrite").parquet(path)  # by the executors; a replay writes the same rows
         found, kept = True, (path, rows.schema.jsonValue())
-        state.put(key, kept, b"table")  # (reads of `state` see the previous batch's versions)
+        state.put(key, kept, b"table")
         state.put_blob(key, path)  # older versions' directories go when the batch commits
-    else:
-        found, kept = state.get(key, b"table")
     if not found:
         if not starts_empty(inp.node):
             return None
@@ -92,28 +136,36 @@ def latest_table(spark: SparkSession, sf: SFrame, inp: InputSpec, state: Any) ->
     return KTable(inp.kt, inp.vt, SFrame(table, inp.vt, inp.kt))
 
 
-def check_whole(plan: Plan) -> None:
-    """Refuse a keyed singleton read by another query when its producer holds it as a state
-    whose batch value is only the keys the batch updated (Spark's streaming aggregation, the
-    executor region): the reader needs whole versions."""
+def settle_channels(plan: Plan) -> None:
+    """Decide how each keyed singleton read by another query crosses (`Channel.deltas`): as
+    deltas when its producer keeps the state where a batch's value is only the keys it
+    updated (Spark's streaming aggregation, the executor region) and only `PER_KEY_STEPS`
+    lie between them, whole versions otherwise. A state on the executors behind any other
+    step is refused (the placement never puts one there: a safety net)."""
     for ch in plan.channels:
+        ch.deltas = False
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
             continue
         stage = plan.stages[ch.producer]
         if stage.placement is None:
             continue
         x: n.Node = ch.node
+        per_key = True
         while True:
             placed = stage.placement.of(x)
             if placed is not None and (placed.executors or placed.native):
+                if per_key:
+                    ch.deltas = True
+                    break
                 raise SparkPlanError(
                     f"{ch.node.op}() is a keyed singleton read by another query, and its state {x.op}() "
                     f"(at {where(x)}) lives on the executors ({placed.why}), where a batch sees only the keys "
-                    "it updated; the reading query needs every version whole",
+                    "it updated; between them a step may drop a key, so the reading query cannot apply them as deltas",
                     site=ch.node.site,
                     fix="run with keyed_state='driver' (hydrolite run --keyed-state driver), or snapshot it in the "
                     "tick that computes it, or align the two ticks with an align point",
                 )
             if not isinstance(x, (n.Latest, *_VALUE_OPS)):
                 break
+            per_key = per_key and isinstance(x, PER_KEY_STEPS)
             x = x.input

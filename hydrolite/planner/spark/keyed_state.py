@@ -14,7 +14,8 @@ version before it):
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
    and `_Processor.handleInputRows` folds the key's new elements, in arrival order, into the
    accumulator held in a `ValueState` (Spark's RocksDB state store), then answers the key's
-   lookups with the value as of the end of the batch — what the tick's snapshot sees;
+   lookups with the value as of the end of the batch — what the tick's snapshot sees — and,
+   for a state another query reads, emits the key's new value (a delta, `channel_versions.py`);
 3. **back to the tick** — the answers are unioned into the query's DataFrame as rows with
    `_src = -1`; `foreachBatch` takes each lookup's rows as that node's value
    (`lookup_frames`) and runs the rest of the tick as before.
@@ -53,7 +54,7 @@ from .lambdas import NotTranslatable, TExpr, translate
 from .placement import Chain, Region
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
 from .types import OPAQUE, HType, ListT, OptT, TupleT, from_python, infer_result, of_value, strip_optional
-from .values import SFrame
+from .values import KTable, SFrame
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: the order columns of a region's rows: (file mtime | seq | task position, file path,
@@ -269,6 +270,7 @@ class _AggFn:
     has_init: bool
     init: Any
     site: FnSite
+    publish: int | None = None  # the tag of its updated keys' rows, when another query reads it
 
     def fold(self, key: Any, has: bool, acc: Any, xs: list[Any]) -> tuple[bool, Any]:
         try:
@@ -348,6 +350,8 @@ class _Processor(StatefulProcessor):
             has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
             self.value.update((pickle.dumps((has, acc), protocol=5),))
             known = True
+            if agg.publish is not None and has:  # the key's new value, for another query (a delta)
+                out.append(_answer(agg.publish, _NO_ORDER, k, acc))
         has = has and known
         for role in (ASK, ASK_PRESENT):
             if role == ASK_PRESENT and not has:
@@ -364,13 +368,16 @@ class _Processor(StatefulProcessor):
         if not new_l and not new_r:
             return
         self.value.update((pickle.dumps((lefts + new_l, rights + new_r), protocol=5),))
-        zero = (0, "", 0, 0, 0)  # a join's output has no order
+        zero = _NO_ORDER  # a join's output has no order
         pairs = [(a, b) for a in new_l for b in rights] + [(a, b) for a in lefts + new_l for b in new_r]
         for pair in pairs:
             out.append(_answer(fn.out, zero, None, pair if fn.cross else (k, pair)))
 
     def close(self) -> None:
         pass
+
+
+_NO_ORDER = (0, "", 0, 0, 0)  # the order columns of rows that have none (a join's pairs, a table's rows)
 
 
 def _order(r: Row) -> tuple[Any, ...]:
@@ -403,19 +410,19 @@ def _site(node: n.Node, stage: str) -> FnSite:
     return FnSite(node.op, node.site.file, node.site.line, UNKNOWN_BATCH, stage)
 
 
-def _agg(node: n.Node, stage: str) -> _AggFn:
+def _agg(node: n.Node, stage: str, publish: int | None = None) -> _AggFn:
     site = _site(node, stage)
     if isinstance(node, n.Fold):
-        return _AggFn("fold", node.f, True, node.init, site)
+        return _AggFn("fold", node.f, True, node.init, site, publish)
     if isinstance(node, n.Reduce):
         # a reduce keeping the newer element (the key-value store's `lambda _old, new: new`)
         # is last(): its state is written without being read
         alg = analyze(node.f, None, reduce=True)
         keeps_last = alg is not None and alg.parts == LAST.parts
-        return _AggFn("last" if keeps_last else "reduce", node.f, False, None, site)
+        return _AggFn("last" if keeps_last else "reduce", node.f, False, None, site, publish)
     if isinstance(node, n.Count):
-        return _AggFn("count", None, True, 0, site)
-    return _AggFn("first" if isinstance(node, n.First) else "last", None, False, None, site)
+        return _AggFn("count", None, True, 0, site, publish)
+    return _AggFn("first" if isinstance(node, n.First) else "last", None, False, None, site, publish)
 
 
 class ExecutorRegion:
@@ -433,9 +440,14 @@ class ExecutorRegion:
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
         key_of = {s.slot: keys[id(s.node)] for s in region.states}  # slot -> the state's stable key
+        #: a state another query reads -> (the tag of its updated keys' rows, key type, value type)
+        self.tables: dict[int, tuple[int, HType, HType]] = {}
         for st in region.states:
-            self._chain(st.chain, key_of[st.slot], FOLD)
-            self.aggs[key_of[st.slot]] = _agg(st.node, stage)
+            vt, kt = self._chain(st.chain, key_of[st.slot], FOLD)
+            self.aggs[key_of[st.slot]] = _agg(st.node, stage, st.publish)
+            if st.publish is not None:
+                assert kt is not None  # (a keyed aggregate's chain ends keyed)
+                self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
         for lk in region.lookups:
             vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
             state = next(x for x in region.states if x.slot == lk.slot)
@@ -474,11 +486,17 @@ class ExecutorRegion:
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))
 
-    def lookup_frames(self, df: DataFrame) -> dict[int, SFrame]:
+    def lookup_frames(self, df: DataFrame) -> dict[int, SFrame | KTable]:
         """The values of the nodes the region answers (lookups, joins) in this batch, typed as
-        the driver path types them."""
+        the driver path types them; and of each state another query reads, the keys the batch
+        updated (`KTable`)."""
         mine = df.filter(F.col("_src") == -1)
-        out: dict[int, SFrame] = {}
+        out: dict[int, SFrame | KTable] = {}
+        for node_id, (tag, tk, tv) in self.tables.items():
+            rows = mine.filter(F.col("_rg.tag") == tag).select(F.col("_rg.k").alias("k"), F.col("_rg.v").alias("v"))
+            schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
+            typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}), schema)
+            out[node_id] = KTable(tk, tv, SFrame(typed, tv, tk))
         for node_id, (tag, kt, vt) in self.answers.items():
             rows = mine.filter(F.col("_rg.tag") == tag)
             if kt is None:  # a join's pairs: an unkeyed stream without order

@@ -10,8 +10,10 @@ with its aggregate over every batch so far. The tick merges that with the fold's
 the state's value at those keys.
 
 That is the whole state only at the keys the batch touched, so the path is taken only when
-every reader is a `lookup_keyed_singleton` (directly or through `snapshot`) whose requested
-keys are provably among them — derived from the IR, never assumed (`requests_covered`):
+every reader is another query (which applies those keys as deltas, through `latest()` /
+value `map()` / `inspect()` only: `channel_versions.py`) or a `lookup_keyed_singleton`
+(directly or through `snapshot`) whose requested keys are provably among them — derived
+from the IR, never assumed (`requests_covered`):
 
 * the requests are the state's own input stream (up to the identity steps `batch`,
   `assume_ordering`, `weaken_ordering`), or that stream through keyed `filter`, `map`,
@@ -48,6 +50,7 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from .channel_versions import PER_KEY_STEPS, crossings
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
 from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
@@ -95,6 +98,9 @@ class NativeState:
     #: projections and simple filters between `input` and the state's own input, input first
     #: (`projection.py`): the aggregation computes them with Spark columns
     chain: tuple[n.Node, ...] = ()
+    #: what other queries read of it (the state or per-key steps of it): each batch's updated
+    #: keys cross as deltas (`channel_versions.py`)
+    published: tuple[n.Node, ...] = ()
 
     @property
     def top(self) -> n.Node:
@@ -238,6 +244,7 @@ def native_of(
     if isinstance(alg, str):
         return alg
     lookups: list[n.KeyedLookup] = []
+    published: list[n.Node] = []
     todo: list[n.Node] = [node]
     while todo:
         x = todo.pop()
@@ -251,12 +258,19 @@ def native_of(
                         "(its requests are not this state's own input or its keys)"
                     )
                 lookups.append(u)
+            elif u is x and x is node:  # read by another query, which applies the updated keys (channel_versions.py)
+                published.append(u)
+            elif x is node and isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+                found = crossings(u, users)
+                if isinstance(found, str):
+                    return found
+                published.extend(found)
             else:
                 return f"read whole by {u.op}() {u.site.label} (the aggregation emits only the keys a batch updated)"
-    if not lookups:
+    if not lookups and not published:
         return "nothing in the query reads it per key"
     assert vt is not None
-    return NativeState(node, chain.src, tuple(lookups), alg, vt, kt, chain=chain.steps)
+    return NativeState(node, chain.src, tuple(lookups), alg, vt, kt, chain=chain.steps, published=tuple(published))
 
 
 def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
@@ -309,8 +323,9 @@ def describe(st: NativeState) -> str:
             f"{WHY}: the {what} of {src} counted over all batches; "
             f"the new ones are those whose count is the batch's own"
         )
-    readers = ", ".join(f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups)
-    return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {readers})"
+    readers = [f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups]
+    readers += [f"another query reading {x.op}() {x.site.label} as deltas" for x in st.published]
+    return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {', '.join(readers)})"
 
 
 # ------------------------------------------------------------------ at run time

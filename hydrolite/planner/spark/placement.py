@@ -10,7 +10,9 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
   `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
   the key of every element is known before any state is read; and
 * whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
-  through its `snapshot`), each with a chain as its request stream.
+  through its `snapshot`), each with a chain as its request stream, and other queries, which
+  read it through `latest()` / value `map()` / `inspect()` only: each batch's updated keys
+  cross to them as deltas (`channel_versions.py`).
 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far);
@@ -19,7 +21,7 @@ any other join of unbounded streams keeps each side's history as Parquet the exe
 
 **Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
 folding a query input directly, and read only by lookups whose requested keys the same
-batch provably updated (`native_state.native_of` derives that from the IR) is kept by
+batch provably updated (or by other queries, as deltas) (`native_state.native_of` derives that from the IR) is kept by
 Spark's own streaming aggregation (`groupBy(k).agg(...)`, update mode, RocksDB): no Python
 per key at all. `Placement.why` then starts "native streaming aggregation (RocksDB)"; for
 the others it ends with why they are not ("not native streaming aggregation (RocksDB): its
@@ -49,6 +51,7 @@ from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from .channel_versions import PER_KEY_STEPS, crossings
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
 from .native_state import describe as describe_native
@@ -59,8 +62,9 @@ EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
 #: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
 _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries, n.Values)
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
-#: delivered within the micro-batch on Spark, `ops.send`)
-_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.Send)
+#: delivered within the micro-batch on Spark, `ops.send`; `all_ticks()` of a tick's stream is
+#: that stream's elements of the micro-batch: `projection.IDENTITY`)
+_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.Send, n.AllTicks)
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,14 @@ class Chain:
 
 @dataclass(frozen=True)
 class ExecutorState:
-    """A keyed aggregate folded on the executors; `slot` names its state variable."""
+    """A keyed aggregate folded on the executors; `slot` names its state variable. With
+    `publish` (a tag for its rows), another query reads it: each batch's updated keys and
+    their new values arrive as rows, the state's value in the batch (`channel_versions.py`)."""
 
     node: n.Node
     chain: Chain
     slot: int
+    publish: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,9 +220,9 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
             native=resolve_native(keyed_state),
             joins_why=joins_why,
         )
-    from .channel_versions import check_whole  # (it reads stages: imported here, not at the top)
+    from .channel_versions import settle_channels  # (it reads stages: imported here, not at the top)
 
-    check_whole(plan)
+    settle_channels(plan)
 
 
 def place(
@@ -289,8 +296,10 @@ def place(
         state, its_lookups = found
         states.append(state)
         lookups.extend(its_lookups)
-        readers = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
-        why = f"keyed, fed per element and read only per key (by {readers}){not_native}"
+        readers = [f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups]
+        if state.publish is not None:
+            readers.append("another query, as the keys each batch updated (channel_versions.py)")
+        why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
         placements.append(Placement(node, True, why))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
     return StagePlacement(region, tuple(placements), tuple(natives))
@@ -413,19 +422,25 @@ class _Finder:
         if blocked is not None:
             return blocked
         readers: list[n.KeyedLookup] = []
+        published = False  # read by another query, as the keys each batch updated (channel_versions.py)
         todo: list[n.Node] = [node]
         while todo:
             x = todo.pop()
             for u in self.users.get(id(x), []):
                 if isinstance(u, n.Snapshot):
                     todo.append(u)
-                elif u is x:  # a channel out (`_Finder`): another query reads every version whole
-                    return f"{x.op}() {where(x)} is read by another query, each version whole (channel_versions.py)"
+                elif u is x and x is node:  # a channel out (`_Finder`)
+                    published = True
+                elif x is node and isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+                    found = crossings(u, self.users)
+                    if isinstance(found, str):
+                        return found
+                    published = published or bool(found)
                 elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
                     readers.append(u)
                 else:
                     return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
-        if not readers:
+        if not readers and not published:
             return "nothing in the query reads it per key"
         chain = self.chain(node.children[0])
         if isinstance(chain, str):
@@ -436,4 +451,6 @@ class _Finder:
             if isinstance(left, str):
                 return f"the requests of lookup_keyed_singleton() {where(r)}: {left}"
             lookups.append(ExecutorLookup(r, left, slot))
-        return ExecutorState(node, chain, slot), lookups
+        if published:
+            self.tags += 1
+        return ExecutorState(node, chain, slot, self.tags - 1 if published else None), lookups

@@ -345,7 +345,11 @@ class ChannelOutput:
         an entry was written (False: no elements, or written by an earlier attempt)."""
         order = [F.col(c) for c in sf.order]
         df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
-        df = (df.orderBy(*order) if order else df).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
+        # one file: after a shuffle (the sort's, else repartition's), never coalesce(1) straight
+        # over the batch's rows, which would compute every upstream partition in one task —
+        # serially, and, with two kinds of stateful operators upstream (a streaming aggregation,
+        # transformWithState), failing Spark's check that a task's state stores match
+        df = (df.orderBy(*order) if order else df.repartition(1)).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
         if mirror is not None:
             return mirror.write(batch_id, lambda: _nonempty_arrow(df))
         final = os.path.join(self.path, entry_name(batch_id, "parquet"))

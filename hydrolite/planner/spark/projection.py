@@ -189,12 +189,15 @@ def _test(e: ast.expr, param: str, t: HType) -> Projected | None:
 
 
 # ------------------------------------------------------------------ chains of them, in the IR
-#: steps that pass every element on unchanged
-IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering)
+#: steps that pass every element of a micro-batch on unchanged: within one query a tick runs
+#: once per micro-batch on that batch's rows, so `all_ticks()` of a tick's stream is, in the
+#: batch, that stream's elements (a query whose batches can wait, `held.py`, keeps no state
+#: on the executors: `placement._Finder._blocker`)
+IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.AllTicks)
 
 
 def strip_identity(x: n.Node) -> n.Node:
-    """`x` below its identity steps (`batch`, `assume_ordering`, `weaken_ordering`)."""
+    """`x` below its identity steps (`batch`, `assume_ordering`, `weaken_ordering`, `all_ticks`)."""
     while isinstance(x, IDENTITY):
         x = x.children[0]
     return x

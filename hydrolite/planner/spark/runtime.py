@@ -75,6 +75,7 @@ class InputSpec:
     binding: InputBinding
     vt: HType
     kt: HType | None
+    deltas: bool = False  # a keyed singleton channel whose entries are deltas (`Channel.deltas`)
 
 
 @dataclass
@@ -150,7 +151,7 @@ class StageRunner(StageOutputs, HeldBatches):
 
     def _channel_input(self, ch: Channel) -> InputSpec:
         vt, kt = self.runner.channel_types[ch.name]
-        return InputSpec(f"channel:{ch.name}", ch.node, FeedInput(self.runner.channel_dir(ch)), vt, kt)
+        return InputSpec(f"channel:{ch.name}", ch.node, FeedInput(self.runner.channel_dir(ch)), vt, kt, ch.deltas)
 
     # ------------------------------------------------------------- the streaming query
     def streaming_df(self) -> DataFrame:

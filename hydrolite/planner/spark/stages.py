@@ -46,6 +46,9 @@ class Channel:
     node: n.Node
     producer: int
     consumers: list[int] = field(default_factory=list)
+    #: a keyed singleton that crosses as the keys each batch updated, not whole versions
+    #: (decided once its producer's state is placed: `channel_versions.settle_channels`)
+    deltas: bool = False
 
 
 @dataclass
@@ -299,9 +302,9 @@ def plan_flow(flow: Flow, cluster_sizes: Mapping[str, int] | None = None) -> Pla
 
     for stage in plan.stages:
         stage.placement = place(stage)
-    from .channel_versions import check_whole
+    from .channel_versions import settle_channels
 
-    check_whole(plan)  # a keyed singleton read by another query crosses whole (channel_versions.py)
+    settle_channels(plan)  # how a keyed singleton read by another query crosses (channel_versions.py)
     return plan
 
 

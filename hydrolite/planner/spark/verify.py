@@ -222,6 +222,8 @@ class _Query:
     stage: Stage
     bindings: dict[str, InputBinding]  # input name -> binding (source ports and channels)
     nodes: dict[str, n.Node]  # input name -> node it delivers
+    deltas: set[str] = field(default_factory=set)  # keyed singleton channels whose entries are deltas
+    tables: dict[str, dict[Any, Any]] = field(default_factory=dict)  # their versions so far, in the replay
 
 
 def _same(spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
@@ -244,9 +246,16 @@ def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapp
                 f"query {q.stage.name!r} batch {tick.batch_id}: the start offset of {name!r} is no longer logged"
             )
         if isinstance(binding, FeedInput) and node.meta.kind is Kind.KEYED_SINGLETON:
-            # a keyed singleton's entries are whole versions: the batch read the newest
+            # entries are whole versions (the batch read the newest) or deltas (the batch read
+            # every entry so far applied in order: the replay starts at the run's first batch)
             versions = read_feed_entries(binding.path, start, end, vt, kt)
-            elements = [dict(versions[-1])] if versions else []
+            if name in q.deltas:
+                table = q.tables.setdefault(name, {})
+                for version in versions:
+                    table.update(version)
+                elements = [dict(table)] if versions else []
+            else:
+                elements = [dict(versions[-1])] if versions else []
         elif isinstance(binding, FeedInput):
             elements = read_feed(binding.path, start, end, vt, kt)
         elif isinstance(binding, FileInput):
@@ -286,7 +295,7 @@ def verify_plan(
         for ch in stage.channels_in:
             bindings[f"channel:{ch.name}"] = FeedInput(channel_dir(ch))
             nodes[f"channel:{ch.name}"] = ch.node
-        q = _Query(stage, bindings, nodes)
+        q = _Query(stage, bindings, nodes, {f"channel:{ch.name}" for ch in stage.channels_in if ch.deltas})
         written: dict[str, dict[int, list[Any]]] = {}
         for sink in stage.sinks:
             got = read_outputs(spark, sink, outputs[sink.port], checkpoint)
