@@ -37,6 +37,7 @@ from ..ir.ids import TickId, top_of
 from ..ir.nodes import Node, Sink, Source
 from .errors import SimUsageError
 from .program import Program, TickPlan, compile_program
+from .values import NOTHING
 from .world import World
 
 
@@ -76,7 +77,27 @@ class ReplayBlocked(SimUsageError):
 
 class _ReplayWorld(World):
     """A world whose entries release everything pending, whose body keeps orders and whose
-    sends are delivered at once (a micro-batch's `send` is the identity: one legal schedule)."""
+    sends are delivered at once (a micro-batch's `send` is the identity: one legal schedule).
+
+    `fed`: the operators (by index) whose values the recording received from elsewhere (a
+    channel from another query): only the injections set them. Were upstream deltas pushed
+    into them too, a singleton derived from an injected stream would take a version the
+    recording never received (a reader's batch that got the stream's entry before the
+    singleton's would read, in the replay, the newer singleton)."""
+
+    fed: frozenset[int] = frozenset()
+
+    def propagate(self, op: Any, p: int, out: Any) -> None:
+        if not self.fed:
+            super().propagate(op, p, out)
+            return
+        st = self.states[p]
+        for c, port in op.consumers:
+            if c.idx in self.fed:
+                continue  # set by its own injections only
+            o = c.push(self, p, st, port, out)
+            if o is not NOTHING:
+                self.propagate(c, p, o)
 
     def enqueue(self, op: Any, p: int, delta: list[Any]) -> None:
         super().enqueue(op, p, delta)
@@ -116,17 +137,21 @@ def replay_ticks(
     *,
     sinks: Iterable[str] | None = None,
     program: Program | None = None,
+    fed: Iterable[Node] = (),
 ) -> list[ReplayResult]:
     """Replay `batches` of one tick (or of a tick-free pipeline when `tick` is None).
 
     `flow` must be the aligned flow the recording ran (node identities are used for
-    `injected`). Returns, per batch, the new outputs of `sinks` (default: every sink).
+    `injected`). `fed`: every node the recording received from elsewhere (whether or not a
+    batch injects it): the replay computes none of them from their inputs. Returns, per
+    batch, the new outputs of `sinks` (default: every sink).
     """
     prog = program if program is not None else compile_program(flow)
     tp = _tick_plan(prog, tick)
     watched = list(sinks) if sinks is not None else list(prog.sinks)
     world = _ReplayWorld(prog, _first, max_steps=1 << 62)
     ops_by_node = {id(op.node): op for op in prog.ops}
+    world.fed = frozenset(ops_by_node[id(x)].idx for x in fed if id(x) in ops_by_node)
     seen = {port: 0 for port in watched}
     results: list[ReplayResult] = []
     for b in batches:

@@ -59,8 +59,15 @@ def replay_members(flow: Flow, sizes: Mapping[str, int]) -> Any:
     }
 
     def replay(
-        _lifted: Flow, tick: TickId | None, batches: Iterable[ReplayBatch], *, sinks: Iterable[str], program: Any = None
+        _lifted: Flow,
+        tick: TickId | None,
+        batches: Iterable[ReplayBatch],
+        *,
+        sinks: Iterable[str],
+        program: Any = None,
+        fed: Iterable[Any] = (),
     ) -> list[ReplayResult]:
+        assert not list(fed), "a channel in a generated cluster program"  # (one query: see below)
         tp = None
         if tick is not None:
             tp = next((t for t in prog.ticks if t.tick.index == tick.index), None)

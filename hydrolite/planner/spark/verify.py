@@ -318,7 +318,14 @@ def verify_plan(
             or any(d for _, d in b.injected.values())
         ]
         try:
-            results = replay_ticks(plan.flow, stage.tick, batches, sinks=[s.port for s in stage.sinks], program=prog)
+            results = replay_ticks(
+                plan.flow,
+                stage.tick,
+                batches,
+                sinks=[s.port for s in stage.sinks],
+                program=prog,
+                fed=[ch.node for ch in stage.channels_in],
+            )
         except ReplayBlocked as exc:
             first = stage.sinks[0].port if stage.sinks else "-"
             report.divergences.append(Divergence(stage.name, first, -1, [], [], str(exc)))  # chain: why
