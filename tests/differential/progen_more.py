@@ -22,21 +22,47 @@ from collections.abc import Sequence
 from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, Draw, Program
 
 #: the operator numbers `progen._one_op` hands to `extra_op`
-EXTRA_OPS = range(18, 22)
+EXTRA_OPS = range(18, 23)
 
 
 def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:
     """Append one operator of kind `op` (18: singletons, 19: keyed streams, 20: keyed
-    singletons, 21: a stream's ordering) when the pool has an input for it; `ticks` are the
-    program's tick variables."""
+    singletons, 21: a stream's ordering, 22: a keyed table read by another query) when the
+    pool has an input for it; `ticks` are the program's tick variables."""
     if op == 18:
         _singleton(prog, d)
     elif op == 19:
         _keyed_stream(prog, d, ticks)
     elif op == 20:
         _keyed_singleton(prog, d)
-    else:
+    elif op == 21:
         _ordering(prog, d)
+    else:
+        _crossing_table(prog, d)
+
+
+def _crossing_table(prog: Program, d: Draw) -> None:
+    """A keyed aggregate of a tick's stream (through `all_ticks()`), or its values mapped, read
+    per key by another tick: two queries joined by a keyed singleton channel, which crosses as
+    deltas when the producer keeps the state on the executors (`channel_versions.py`). The two
+    ticks are new ones, so no other operator merges them."""
+    from .progen import STORE_AGGREGATES, TO_PAIR
+
+    v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.elem == "int" and v.ordered)
+    asks = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.name == v.source and v.elem == "int")
+    if v is None or asks is None:
+        return
+    ta, tb = f"tp{prog.counter + 1}", f"tq{prog.counter + 1}"
+    prog.lines += [f"{ta} = p.tick()", f"{tb} = p.tick()"]
+    table = f"{v.name}.batch({ta}, ND).map({d.choice(TO_PAIR)}).all_ticks().into_keyed().{d.choice(STORE_AGGREGATES)}"
+    if d.bool():
+        table += f".map({d.choice(KEYED_MAPS)})"
+    t = prog.new(table, "ksingle", None, key="int")
+    prog.vars.remove(t)  # read per key only: the shape whose state may stay on the executors
+    req = f"{asks.name}.batch({tb}, ND).map({d.choice(TO_PAIR)}).into_keyed()"
+    looked = f"{req}.lookup_keyed_singleton({t.name}.snapshot({tb}, ND)).entries()"
+    out = prog.new(f"{looked}.map(lambda t: (t[0], t[1][0], t[1][1]))", "stream", tb, ordered=False, elem="tuple")
+    prog.sinks.append(f'{out.name}.all_ticks().sink("crossing_{out.name}")')
 
 
 def _singleton(prog: Program, d: Draw) -> None:

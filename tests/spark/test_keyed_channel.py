@@ -230,6 +230,7 @@ def test_plan_says_where_the_table_lives_and_refuses_a_partial_one() -> None:
     text = render_text(plan)
     assert "another query reading count() " in text and " as deltas" in text, text  # (its map is a projection)
     assert [c.deltas for c in plan.channels] == [True]
+    assert "from query 0 (deltas: the keys each batch updated)" in text and "to queries [1] (deltas)" in text, text
     place_all(plan, "driver", "local[2]")
     assert [c.deltas for c in plan.channels] == [False]
 

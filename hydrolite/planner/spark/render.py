@@ -41,11 +41,16 @@ def render_text(plan: Plan) -> str:
             site = r.site.label
             members = ", ".join(f"{x.op}() {x.site.label}" for x in r.nodes)
             lines.append(f"  aligned region {r.align} (created at {site}): {members}")
-        reads = [_port(x) for x in s.sources] + [f"channel {c.name} from query {c.producer}" for c in s.channels_in]
+        reads = [_port(x) for x in s.sources] + [
+            f"channel {c.name} from query {c.producer}{' (deltas: the keys each batch updated)' if c.deltas else ''}"
+            for c in s.channels_in
+        ]
         if reads:
             suffix = "  [one streaming DataFrame, tagged by source]" if len(reads) > 1 else ""
             lines.append("  reads: " + ", ".join(reads) + suffix)
-        writes = [_port(x) for x in s.sinks] + [f"channel {c.name} to queries {c.consumers}" for c in s.channels_out]
+        writes = [_port(x) for x in s.sinks] + [
+            f"channel {c.name} to queries {c.consumers}{' (deltas)' if c.deltas else ''}" for c in s.channels_out
+        ]
         if writes:
             lines.append("  writes (same micro-batch, idempotent by batch id): " + ", ".join(writes))
         if s.stateful:

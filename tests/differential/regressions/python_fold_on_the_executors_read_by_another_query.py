@@ -33,8 +33,6 @@ def build() -> hl.Flow:
 STEPS = [
     {"gets": ["a"]},
     {"puts": [("a", 1), ("b", 2), ("a", 3)]},
-    {"gets": ["a", "b", "c"], "puts": [("c", 5)]},
     {"puts": [("b", 4), ("b", 6)]},
-    {"gets": ["a", "b", "c"]},
-    {"puts": [("a", 1)], "gets": ["a", "b"]},
+    {"gets": ["a", "b", "c"], "puts": [("a", 1)]},
 ]
