@@ -48,7 +48,7 @@ def program(fold: str) -> hl.Flow:
     puts = p.keyed_source("puts", int, int).batch(a, ND).all_ticks()
     table = puts.count() if fold == "count" else puts.fold(0, lambda acc, x: (acc * 31 + x) % 1_000_003)
     gets = p.keyed_source("gets", int, int).batch(b, ND)
-    gets.lookup_keyed_singleton(table.snapshot(b, ND)).entries().map(lambda t: (t[0], t[1][1])).sink("out")
+    gets.lookup_keyed_singleton(table.snapshot(b, ND)).entries().map(lambda t: (t[0], t[1][1])).all_ticks().sink("out")
     return fb.finalize()
 
 
