@@ -24,7 +24,7 @@ import tempfile
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+from state_paths.data import write_batch_file
 from state_paths.jobs import timed_run
 
 import hydrolite as hl
@@ -49,13 +49,9 @@ def program(keys: int) -> hl.Flow:
 
 def write_inputs(base: str, batches: int, rows: int) -> None:
     for side, offset in (("xs", 0), ("ys", 7)):
-        d = os.path.join(base, side)
-        os.makedirs(d)
         for b in range(batches):
             values = [(b * rows + i) * 3 + offset for i in range(rows)]
-            path = os.path.join(d, f"part-{b:05d}.parquet")
-            pq.write_table(pa.table({"value": values}), path)
-            os.utime(path, (1_000_000 + b, 1_000_000 + b))  # the file source takes the oldest first
+            write_batch_file(os.path.join(base, side), b, pa.table({"value": values}))
 
 
 def run(spark: Any, base: str, keyed_state: str, keys: int) -> dict[str, Any]:

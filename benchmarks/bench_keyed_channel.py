@@ -25,7 +25,7 @@ import tempfile
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+from state_paths.data import write_batch_file
 from state_paths.jobs import timed_run
 
 import hydrolite as hl
@@ -54,13 +54,10 @@ def program(fold: str) -> hl.Flow:
 
 def write_inputs(base: str, batches: int, rows: int, keys: int, gets: int) -> None:
     for port, n, step in (("puts", rows, 1), ("gets", gets, 7919)):
-        d = os.path.join(base, port)
-        os.makedirs(d)
         for b in range(batches):
             k = [((b * n + i) * step) % keys for i in range(n)]
-            path = os.path.join(d, f"part-{b:05d}.parquet")
-            pq.write_table(pa.table({"key": pa.array(k, pa.int64()), "value": pa.array([1] * n, pa.int64())}), path)
-            os.utime(path, (1_000_000 + b, 1_000_000 + b))  # the file source takes the oldest first
+            table = pa.table({"key": pa.array(k, pa.int64()), "value": pa.array([1] * n, pa.int64())})
+            write_batch_file(os.path.join(base, port), b, table)
 
 
 def _bytes(directory: str) -> int:

@@ -41,6 +41,16 @@ def write_inputs(base: str, batches: int, rows: int, keys: int, gets: int, group
             os.utime(path, (t0 + 10 * b, t0 + 10 * b))  # Spark's file source takes the oldest first
 
 
+def write_batch_file(directory: str, b: int, table: pa.Table) -> None:
+    """Micro-batch `b`'s input file in `directory` (made if missing), its modification time
+    `b` seconds after a fixed start: Spark's file source takes the oldest file first, so with
+    `maxFilesPerTrigger=1` batch `b` reads exactly this file."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"part-{b:05d}.parquet")
+    pq.write_table(table, path)
+    os.utime(path, (1_000_000 + b, 1_000_000 + b))
+
+
 def _names(prefix: str, ints: Any) -> Any:
     return pc.binary_join_element_wise(prefix, pa.array(ints).cast(pa.string()), "")
 
