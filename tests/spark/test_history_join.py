@@ -41,7 +41,7 @@ class P:
 
 def program() -> Flow:
     """A tick's output joined with a source (keyed by `% 3`) and crossed with an enumerated
-    source: neither is a chain Spark's join state could take."""
+    source (no chain Spark's join state could take: always its history)."""
     fb = hl.FlowBuilder("history-join")
     p = fb.process(P)
     t = p.tick()
@@ -128,13 +128,24 @@ def test_history_joins_answer_once_across_a_crash_with_a_bounded_history(
         assert 0 < len(dirs) <= 2 * (3 + 1), sorted(str(p) for p in dirs)
 
 
-@pytest.mark.parametrize("keyed_state", ["auto", "driver"])
+@pytest.mark.parametrize("keyed_state", ["auto", "driver", "executors"])
 def test_plan_says_where_the_history_lives(keyed_state: str) -> None:
+    """The cross product's right side is no chain (`enumerate()`): its history on any option,
+    saying so. The join's sides are chains (a tick's output through `all_ticks()` is one: the
+    tick runs once per micro-batch on its rows), so `executors` keeps it per key; `auto` on a
+    local master and `driver` take the history path for it too, saying why."""
     plan = plan_flow(program())
     place_all(plan, keyed_state, "local[2]")
     text = render_text(plan)
-    assert text.count("Parquet files under the query's checkpoint") >= 2, text
-    assert "its left side: its input passes through all_ticks()" in text, text  # the reason on any option
+    assert "its right side: its input passes through enumerate()" in text, text  # the reason on any option
+    placed = {x.node.op: x for st in plan.stages if st.placement for x in st.placement.placements}
+    assert placed["cross_product"].rows, text
+    if keyed_state == "executors":
+        assert placed["join"].executors and not placed["join"].rows, text
+        assert text.count("Parquet files under the query's checkpoint") == 1, text
+    else:
+        assert placed["join"].rows, text
+        assert text.count("Parquet files under the query's checkpoint") == 2, text
     assert "history.py" in text, text
 
 
