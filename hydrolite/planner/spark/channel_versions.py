@@ -56,7 +56,15 @@ if TYPE_CHECKING:
     from .runtime import InputSpec
     from .stages import Plan
 
-__all__ = ["PER_KEY_STEPS", "VERSIONED", "crossings", "latest_scalar", "latest_table", "settle_channels"]
+__all__ = [
+    "PER_KEY_STEPS",
+    "VERSIONED",
+    "crossings",
+    "latest_scalar",
+    "latest_table",
+    "published_by",
+    "settle_channels",
+]
 
 #: the kinds read from another query by version (the reader takes one version, not every element)
 VERSIONED = (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON)
@@ -65,6 +73,17 @@ _VALUE_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect)
 #: keyed singleton steps that keep every key and compute each key's value from that key's
 #: alone: the keys a version changed, through them, are the keys the result changed
 PER_KEY_STEPS = (n.Latest, n.Map, n.Inspect)
+
+
+def published_by(state: n.Node, u: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | str | None:
+    """For a user `u` of keyed state `state`: the channels out it leads to through
+    `PER_KEY_STEPS` (`u is state`: the state itself is one), why it cannot (`crossings`), or
+    None when `u` is no such step (a lookup, a snapshot: the caller's to judge)."""
+    if u is state:
+        return [state]
+    if isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+        return crossings(u, users)
+    return None
 
 
 def crossings(x: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | str:

@@ -50,7 +50,7 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import PER_KEY_STEPS, crossings
+from .channel_versions import published_by
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
 from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
@@ -258,11 +258,8 @@ def native_of(
                         "(its requests are not this state's own input or its keys)"
                     )
                 lookups.append(u)
-            elif u is x and x is node:  # read by another query, which applies the updated keys (channel_versions.py)
-                published.append(u)
-            elif x is node and isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
-                found = crossings(u, users)
-                if isinstance(found, str):
+            elif x is node and (found := published_by(node, u, users)) is not None:
+                if isinstance(found, str):  # read by another query, which applies the updated keys
                     return found
                 published.extend(found)
             else:

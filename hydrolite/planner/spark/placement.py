@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import PER_KEY_STEPS, crossings
+from .channel_versions import published_by
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
 from .native_state import describe as describe_native
@@ -429,11 +429,8 @@ class _Finder:
             for u in self.users.get(id(x), []):
                 if isinstance(u, n.Snapshot):
                     todo.append(u)
-                elif u is x and x is node:  # a channel out (`_Finder`)
-                    published = True
-                elif x is node and isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
-                    found = crossings(u, self.users)
-                    if isinstance(found, str):
+                elif x is node and (found := published_by(node, u, self.users)) is not None:
+                    if isinstance(found, str):  # (a channel out is its own user: `_Finder`)
                         return found
                     published = published or bool(found)
                 elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
