@@ -42,8 +42,8 @@ def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:
 
 
 def _crossing_table(prog: Program, d: Draw) -> None:
-    """A keyed aggregate of a tick's stream (through `all_ticks()`), or its values mapped, read
-    per key by another tick: two queries joined by a keyed singleton channel, which crosses as
+    """A keyed aggregate of a tick's stream (through `all_ticks()`), its values mapped and / or
+    filtered, read per key by another tick: two queries joined by a keyed singleton channel, which crosses as
     deltas when the producer keeps the state on the executors (`channel_versions.py`). The two
     ticks are new ones, so no other operator merges them."""
     from .progen import STORE_AGGREGATES, TO_PAIR
@@ -55,8 +55,11 @@ def _crossing_table(prog: Program, d: Draw) -> None:
     ta, tb = f"tp{prog.counter + 1}", f"tq{prog.counter + 1}"
     prog.lines += [f"{ta} = p.tick()", f"{tb} = p.tick()"]
     table = f"{v.name}.batch({ta}, ND).map({d.choice(TO_PAIR)}).all_ticks().into_keyed().{d.choice(STORE_AGGREGATES)}"
-    if d.bool():
+    step = d.int(0, 3)  # a filter drops keys: the deltas then carry tombstones
+    if step in (1, 3):
         table += f".map({d.choice(KEYED_MAPS)})"
+    if step >= 2:
+        table += f".filter({d.choice(INT_FILTERS)})"
     t = prog.new(table, "ksingle", None, key="int")
     prog.vars.remove(t)  # read per key only: the shape whose state may stay on the executors
     req = f"{asks.name}.batch({tb}, ND).map({d.choice(TO_PAIR)}).into_keyed()"

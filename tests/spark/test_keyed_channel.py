@@ -6,7 +6,6 @@ version waits for it."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import pickle
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.render import render_text
 from hydrolite.planner.spark.runtime import FlowRunner
-from hydrolite.planner.spark.stages import SparkPlanError, plan_flow
+from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import json_batches
@@ -159,6 +158,17 @@ def _entries(runner: FlowRunner, port_of_table: str) -> list[dict[Any, Any]]:
     return out
 
 
+def _plain_answers(d: Path) -> list[Any]:
+    """A json sink's rows in batch order; a value whose type was not declared (a map's result)
+    crosses pickled, written as base64: decoded."""
+
+    def plain(v: Any) -> Any:
+        return pickle.loads(base64.b64decode(v)) if isinstance(v, str) else v
+
+    rows = [r for _, rows in sorted(json_batches(d).items()) for r in rows]
+    return [(r[0], *(plain(v) for v in r[1:])) for r in rows]
+
+
 def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) -> None:
     """With the producer's states on the executors, each channel entry holds only the keys its
     batch updated; the reader applies the entries in order to the version it keeps (also after
@@ -205,12 +215,7 @@ def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) ->
         resumed.stop()
 
     def answers(port: str) -> list[Any]:
-        # (the map's result type is not declared: its values cross pickled, as JSON base64)
-        def plain(v: Any) -> Any:
-            return pickle.loads(base64.b64decode(v)) if isinstance(v, str) else v
-
-        rows = [r for _, rows in sorted(json_batches(tmp_path / port).items()) for r in rows]
-        return [(r[0], *(plain(v) for v in r[1:])) for r in rows]
+        return _plain_answers(tmp_path / port)
 
     assert answers("counts") == [("a",), ("a", 2), ("b", 2), ("c",), ("a", 2), ("c", 1)]
     assert answers("digits") == [("a",), ("a", (13, 6)), ("b", (24, 3)), ("c",), ("a", (13, 6)), ("c", (5, 5))]
@@ -220,36 +225,107 @@ def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) ->
     assert report.identical, str(report)
 
 
-def test_plan_says_where_the_table_lives_and_refuses_a_partial_one() -> None:
+def test_plan_says_where_the_table_lives() -> None:
     """On the executors the producer's state says it is read by another query as deltas; on
-    the driver the table crosses whole. A state on the executors behind a step that may drop
-    a key (a filter) cannot cross as deltas: the placement keeps it on the driver, and a
-    placement that would not is refused with the fix."""
+    the driver the table crosses whole. Behind a step that may drop a key (a filter) the
+    state stays on the executors too, and the channel says it carries tombstones."""
     plan = plan_flow(counts_read_elsewhere())
     place_all(plan, "executors", "local-cluster[2,1,1024]")
     text = render_text(plan)
     assert "another query reading count() " in text and " as deltas" in text, text  # (its map is a projection)
-    assert [c.deltas for c in plan.channels] == [True]
+    assert [(c.deltas, c.gone_from) for c in plan.channels] == [(True, None)]
     assert "from query 0 (deltas: the keys each batch updated)" in text and "to queries [1] (deltas)" in text, text
     place_all(plan, "driver", "local[2]")
     assert [c.deltas for c in plan.channels] == [False]
 
-    fb = hl.FlowBuilder("keyed-channel-filtered")
-    p = fb.process(P)
-    a, b = p.tick(), p.tick()
-    counts = p.source("puts", tuple[str, int]).batch(a, ND).all_ticks().into_keyed().count()
-    gets = p.source("gets", str).batch(b, ND).map(lambda k: (k, 0)).into_keyed()
-    busy = counts.filter(lambda n: n > 1)
-    gets.lookup_keyed_singleton(busy.snapshot(b, ND)).entries().all_ticks().sink("answers")
-    filtered = plan_flow(fb.finalize())
+    filtered = plan_flow(filtered_read_elsewhere())
     place_all(filtered, "executors", "local-cluster[2,1,1024]")
     text = render_text(filtered)
-    assert "read whole by filter()" in text, text
-    producer = next(st for st in filtered.stages if st.channels_out)
-    assert producer.placement is not None
-    moved = tuple(dataclasses.replace(p, executors=True) for p in producer.placement.placements)
-    producer.placement = dataclasses.replace(producer.placement, placements=moved)
-    from hydrolite.planner.spark.channel_versions import settle_channels
+    assert "read whole" not in text, text
+    assert "another query reading filter() " in text and "by another query, as the keys each batch updated" in text, (
+        text
+    )
+    assert [c.deltas for c in filtered.channels] == [True, True]
+    assert sorted(c.gone_from.op for c in filtered.channels if c.gone_from is not None) == ["count", "fold"]
+    assert text.count("updated that a filter drops)") == 4, text  # (each channel: where it is written and read)
+    place_all(filtered, "driver", "local[2]")
+    assert [(c.deltas, c.gone_from) for c in filtered.channels] == [(False, None), (False, None)]
 
-    with pytest.raises(SparkPlanError, match=r"(?s)read by another query.*lives on the executors.*may drop a key"):
-        settle_channels(filtered)
+
+def filtered_read_elsewhere() -> Flow:
+    """Tick `a` passes puts on; tick `b`, another query, reads their per-key count through a
+    `filter` (even counts only) and a Python fold of them through a `filter` (odd digit
+    strings only) and a `map`: a key enters, leaves and comes back as its count and digits grow."""
+    fb = hl.FlowBuilder("keyed-tombstones")
+    p = fb.process(P)
+    a, b = p.tick(), p.tick()
+    puts = p.source("puts", tuple[str, int]).batch(a, ND).all_ticks().into_keyed()
+    even = puts.count().filter(lambda c: c % 2 == 0)
+    odd = puts.fold(0, lambda acc, x: acc * 10 + x).filter(lambda d: d % 2 == 1).map(lambda d: d * 100)
+    gets = p.source("gets", str).batch(b, ND).map(lambda k: (k, 0)).into_keyed()
+    for table, port in ((even, "even"), (odd, "odd")):
+        answers = gets.lookup_keyed_singleton(table.snapshot(b, ND)).entries()
+        answers.map(lambda t: (t[0], t[1][1])).all_ticks().sink(port)
+    return fb.finalize()
+
+
+def _gone(runner: FlowRunner, port_of_table: str) -> list[tuple[list[Any], list[Any]]]:
+    """Per channel entry of the table a sink reads: its keys with values, its tombstones."""
+    from hydrolite.planner.spark.feed_mirror import read_entry, remote_entries
+
+    ch = next(c for c in runner.plan.channels if port_of_table in c.name)
+    path = runner.channel_dir(ch)
+    out = []
+    for _, name in sorted(remote_entries(path).items()):
+        t = read_entry(path, name).to_pylist()
+        out.append((sorted(r["k"] for r in t if not r["gone"]), sorted(r["k"] for r in t if r["gone"])))
+    return out
+
+
+def test_a_filtered_table_crosses_with_tombstones(spark: SparkSession, tmp_path: Path) -> None:
+    """A key the filter drops in a batch leaves the reader's version (a tombstone in the
+    entry), and comes back when it passes again, also across a restart. (The same program
+    with its states on the driver, whole versions, answers the same: the generated programs
+    of `tests/differential` draw this shape in both modes.)"""
+    puts = FeedWriter(str(tmp_path / "puts"), from_python(tuple[str, int]))
+    gets = FeedWriter(str(tmp_path / "gets"), from_python(str))
+
+    def runner() -> FlowRunner:
+        return FlowRunner(
+            filtered_read_elsewhere(),
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs={"puts": f"feed:{tmp_path / 'puts'}", "gets": f"feed:{tmp_path / 'gets'}"},
+            outputs={"even": f"json:{tmp_path / 'even'}", "odd": f"json:{tmp_path / 'odd'}"},
+            keyed_state="executors",
+            channel_history="all",
+        )
+
+    def step(r: FlowRunner, sent: FeedWriter, values: list[Any]) -> None:
+        sent.send_many(values)
+        r.process_all_available()
+
+    first = runner().start()
+    try:
+        step(first, puts, [("a", 1), ("b", 2), ("a", 3)])  # a: 2, 13; b: 1, 2
+        step(first, gets, ["a", "b"])
+        step(first, puts, [("a", 4), ("b", 5)])  # a: 3, 134 (gone from both); b: 2, 25
+        step(first, gets, ["a", "b"])
+    finally:
+        first.stop()
+    resumed = runner().start()
+    try:
+        step(resumed, puts, [("a", 5)])  # a: 4, 1345 (back in both)
+        step(resumed, gets, ["a", "b", "c"])
+    finally:
+        resumed.stop()
+
+    def answers(port: str) -> list[Any]:
+        return _plain_answers(tmp_path / port)
+
+    assert answers("even") == [("a", 2), ("b",), ("a",), ("b", 2), ("a", 4), ("b", 2), ("c",)]
+    assert answers("odd") == [("a", 1300), ("b",), ("a",), ("b", 2500), ("a", 134500), ("b", 2500), ("c",)]
+    assert _gone(resumed, "map") == [(["a"], ["b"]), (["b"], ["a"]), (["a"], [])]
+    assert _gone(resumed, "filter") == [(["a"], ["b"]), (["b"], ["a"]), (["a"], [])]
+    report = verify_runner(resumed)
+    assert report.identical, str(report)

@@ -13,15 +13,17 @@ of two forms, decided once the states are placed (`settle_channels`, `Channel.de
 * **Deltas** (its producer's state on the executors: Spark's streaming aggregation or the
   executor region, whose value in a batch is the keys the batch updated). The entry of a
   batch is those keys' new values; a keyed aggregate never loses a key, and the steps
-  between it and the channel (`PER_KEY_STEPS`: `latest()`, a value `map()` / `inspect()`)
-  keep every key and compute a key's value from that key's alone, so the version after the
-  entry is the version before it with those rows replaced or added. A step that may drop a
-  key (`filter`, `filter_map`) would need a tombstone: such a state stays on the driver
-  (`crossings` says why). The producer's state then never passes through the driver.
+  between it and the channel (`KEYWISE_STEPS`: `latest()`, a value `map()` / `inspect()` /
+  `filter()` / `filter_map()`) compute a key's value, or its absence, from that key's alone,
+  so the version after the entry is the version before it with those keys replaced, added
+  or removed. A key the state updated that a `filter` / `filter_map` now drops is written as
+  a **tombstone** (`gone` true, `v` null): the key may have passed before, and the reader
+  must remove it (`Channel.gone_from` names the state whose updated keys are the candidates).
+  The producer's state then never passes through the driver.
 * **Reader.** Of the entries a batch brings, the newest is the version (`latest_table`):
   of whole versions, the rows of the newest entry; of deltas, the version it kept with every
-  entry's rows applied in entry order (per key, the row of the highest `_seq`), computed by
-  the executors. The reader keeps it as Parquet its executors write under its own state
+  entry's rows applied in entry order (per key, the row of the highest `_seq`; a tombstone
+  there removes the key), computed by the executors. The reader keeps it as Parquet its executors write under its own state
   (`<query>/state/blobs/`), recorded in the versioned store by path: a later batch without
   a new version reads it back from there, neither through the driver nor from the
   producer's entries (which retention removes once every reader has read them). A reader
@@ -47,16 +49,17 @@ from pyspark.sql import types as T
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from ...ir.roles import starts_empty, static_initial
-from .stages import SparkPlanError, where
+from .stages import where
 from .values import KTable, Scalar, SFrame, frame_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
     from .runtime import InputSpec
     from .stages import Plan
 
 __all__ = [
+    "KEYWISE_STEPS",
     "PER_KEY_STEPS",
     "VERSIONED",
     "crossings",
@@ -69,19 +72,21 @@ __all__ = [
 #: the kinds read from another query by version (the reader takes one version, not every element)
 VERSIONED = (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON)
 
-_VALUE_OPS = (n.Map, n.Filter, n.FilterMap, n.Inspect)
 #: keyed singleton steps that keep every key and compute each key's value from that key's
 #: alone: the keys a version changed, through them, are the keys the result changed
 PER_KEY_STEPS = (n.Latest, n.Map, n.Inspect)
+#: keyed singleton steps that compute each key's value, or drop the key, from that key's value
+#: alone: the keys a version changed, through them, are the keys the result changed or lost
+KEYWISE_STEPS = (*PER_KEY_STEPS, n.Filter, n.FilterMap)
 
 
 def published_by(state: n.Node, u: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | str | None:
     """For a user `u` of keyed state `state`: the channels out it leads to through
-    `PER_KEY_STEPS` (`u is state`: the state itself is one), why it cannot (`crossings`), or
+    `KEYWISE_STEPS` (`u is state`: the state itself is one), why it cannot (`crossings`), or
     None when `u` is no such step (a lookup, a snapshot: the caller's to judge)."""
     if u is state:
         return [state]
-    if isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+    if isinstance(u, KEYWISE_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
         return crossings(u, users)
     return None
 
@@ -89,8 +94,8 @@ def published_by(state: n.Node, u: n.Node, users: Mapping[int, list[n.Node]]) ->
 def crossings(x: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | str:
     """The nodes another query reads (channels out: a node that is its own user in `users`,
     as `placement._Finder` records them) that keyed singleton `x` reaches through
-    `PER_KEY_STEPS` only, or why one of its readers below those steps needs more than the
-    keys a batch changed (a reader in the query itself, or a step that may drop a key)."""
+    `KEYWISE_STEPS` only, or why one of its readers below those steps needs more than the
+    keys a batch changed (a reader in the query itself)."""
     out: list[n.Node] = []
     todo = [x]
     while todo:
@@ -98,7 +103,7 @@ def crossings(x: n.Node, users: Mapping[int, list[n.Node]]) -> list[n.Node] | st
         for u in users.get(id(y), []):
             if u is y:
                 out.append(y)
-            elif isinstance(u, PER_KEY_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
+            elif isinstance(u, KEYWISE_STEPS) and u.meta.kind is Kind.KEYED_SINGLETON:
                 todo.append(u)
             else:
                 return (
@@ -122,23 +127,37 @@ def latest_scalar(sf: SFrame, inp: InputSpec, state: Any) -> Scalar:
     return Scalar(found, value, inp.vt)
 
 
-def latest_table(spark: SparkSession, sf: SFrame, inp: InputSpec, state: Any) -> KTable | None:
+def latest_table(
+    spark: SparkSession, sf: SFrame, inp: InputSpec, state: Any, gone: Column | None = None
+) -> KTable | None:
     """The version of keyed singleton input `inp` this batch reads: of whole versions, the
     newest entry among the batch's rows `sf` (ordered by the feed's `_seq`: entry << 32 +
-    row); of deltas (`inp.deltas`), the kept version with every entry of the batch applied;
-    without a new entry, the version an earlier batch kept, else the empty table when it
-    starts empty; None: no version yet."""
+    row); of deltas (`inp.deltas`), the kept version with every entry of the batch applied
+    (`gone`: the entries' tombstone flag, a Column over `sf`'s base); without a new entry,
+    the version an earlier batch kept, else the empty table when it starts empty; None: no
+    version yet."""
     assert inp.node is not None and inp.kt is not None and len(sf.order) == 1
     key, seq = f"input:{inp.name}", F.col(sf.order[0])
     newest = sf.df.agg(F.max(seq)).collect()[0][0]
     found, kept = state.get(key, b"table")  # (reads of `state` see the previous batch's versions)
     if newest is not None:
         if inp.deltas:  # per key, the row of the newest entry that has the key; the kept row else
-            rows = sf.df.select("k", "v", seq.alias("_q"))
+            dead = F.coalesce(gone, F.lit(False)) if gone is not None else F.lit(False)
+            rows = sf.select(
+                sf.col("k").alias("k"), sf.col("v").alias("v"), dead.alias("gone"), sf.col(sf.order[0]).alias("_q")
+            )
             if found:
                 old = spark.read.schema(T.StructType.fromJson(kept[1])).parquet(kept[0])
-                rows = old.select("k", "v", F.lit(-1).cast("long").alias("_q")).unionByName(rows)
-            rows = rows.groupBy("k").agg(F.max_by("v", "_q").alias("v"))
+                rows = old.select("k", "v", F.lit(False).alias("gone"), F.lit(-1).cast("long").alias("_q")).unionByName(
+                    rows
+                )
+            newest_row = F.max_by(F.struct("v", "gone"), "_q")
+            rows = (
+                rows.groupBy("k")
+                .agg(newest_row.alias("x"))
+                .filter(~F.col("x.gone"))
+                .select("k", F.col("x.v").alias("v"))
+            )
         else:
             rows = sf.df.filter(seq >= F.lit((int(newest) >> 32) << 32)).select("k", "v")
         path = state.blob_dir(key)
@@ -158,33 +177,26 @@ def latest_table(spark: SparkSession, sf: SFrame, inp: InputSpec, state: Any) ->
 def settle_channels(plan: Plan) -> None:
     """Decide how each keyed singleton read by another query crosses (`Channel.deltas`): as
     deltas when its producer keeps the state where a batch's value is only the keys it
-    updated (Spark's streaming aggregation, the executor region) and only `PER_KEY_STEPS`
-    lie between them, whole versions otherwise. A state on the executors behind any other
-    step is refused (the placement never puts one there: a safety net)."""
+    updated (Spark's streaming aggregation, the executor region), through `KEYWISE_STEPS`
+    only; whole versions otherwise. With a `filter` / `filter_map` among those steps, the
+    state's updated keys the channel's value lacks are written as tombstones
+    (`Channel.gone_from`: that state)."""
     for ch in plan.channels:
-        ch.deltas = False
+        ch.deltas, ch.gone_from = False, None
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
             continue
         stage = plan.stages[ch.producer]
         if stage.placement is None:
             continue
         x: n.Node = ch.node
-        per_key = True
+        drops = False
         while True:
             placed = stage.placement.of(x)
             if placed is not None and (placed.executors or placed.native):
-                if per_key:
-                    ch.deltas = True
-                    break
-                raise SparkPlanError(
-                    f"{ch.node.op}() is a keyed singleton read by another query, and its state {x.op}() "
-                    f"(at {where(x)}) lives on the executors ({placed.why}), where a batch sees only the keys "
-                    "it updated; between them a step may drop a key, so the reading query cannot apply them as deltas",
-                    site=ch.node.site,
-                    fix="run with keyed_state='driver' (hydrolite run --keyed-state driver), or snapshot it in the "
-                    "tick that computes it, or align the two ticks with an align point",
-                )
-            if not isinstance(x, (n.Latest, *_VALUE_OPS)):
+                ch.deltas = True
+                ch.gone_from = x if drops else None
                 break
-            per_key = per_key and isinstance(x, PER_KEY_STEPS)
+            if not isinstance(x, KEYWISE_STEPS):
+                break  # (a placement puts no state behind any other step on the executors)
+            drops = drops or not isinstance(x, PER_KEY_STEPS)
             x = x.input

@@ -57,6 +57,8 @@ class BatchCtx:
     vals: dict[int, Val] = field(default_factory=dict)
     outputs: dict[str, SFrame] = field(default_factory=dict)  # sink port -> output
     channel_outputs: dict[str, Val] = field(default_factory=dict)
+    #: a delta channel's `gone_from` state's value: the keys it updated (tombstones' candidates)
+    channel_updated: dict[str, Val] = field(default_factory=dict)
     fn_paths: dict[str, str] = field(default_factory=dict)  # "op() file:line" -> native | arrow
     after: list[Callable[[], None]] = field(default_factory=list)  # run before state commit
     natives: list[tuple[Any, SFrame]] = field(default_factory=list)  # translated functions and their inputs
@@ -155,7 +157,7 @@ def whole(ctx: BatchCtx, node: n.Node) -> Val:
         if id(x) not in below:
             below[id(x)] = x
             todo.extend(x.children)
-    sub = replace(ctx, vals={}, outputs={}, channel_outputs={}, after=[], whole=True)
+    sub = replace(ctx, vals={}, outputs={}, channel_outputs={}, channel_updated={}, after=[], whole=True)
     for x in ctx.stage.nodes:  # in the stage's order: children first
         if id(x) not in below:
             continue
@@ -182,3 +184,6 @@ def evaluate(ctx: BatchCtx) -> None:
         ctx.vals[id(node)] = handler(ctx, node, args)
     for ch in ctx.stage.channels_out:
         ctx.channel_outputs[ch.name] = ctx.vals[id(ch.node)]
+        if ch.gone_from is not None:
+            x = ch.gone_from
+            ctx.channel_updated[ch.name] = ctx.vals[id(x)] if id(x) in ctx.vals else ctx.inputs[id(x)]

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
@@ -171,10 +172,15 @@ class FeedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 table = ipc.open_file(src).read_all()
         else:
             table = pq.read_table(partition.path)
-        names = [f.name for f in self.schema.fields if f.name != "_seq"]
+        fields = [f for f in self.schema.fields if f.name != "_seq"]
+        names = [f.name for f in fields]
         n = table.num_rows
         seq = pa.array([(partition.index << 32) + i for i in range(n)], type=pa.int64())
-        cols = [table.column(c) if c in table.column_names else pa.nulls(n) for c in names]
+        # a column the entry lacks (a delta entry without tombstones) reads as nulls of its type
+        cols = [
+            table.column(f.name) if f.name in table.column_names else pa.nulls(n, to_arrow_type(f.dataType))
+            for f in fields
+        ]
         out = pa.Table.from_arrays([*cols, seq], names=[*names, "_seq"])
         yield from out.to_batches()
 

@@ -249,4 +249,4 @@ def mirror_inputs(inputs: Sequence[Any], query_dir: str, mirrors: FeedMirrors) -
         base = needed_from(newest, before, position)
         mirror.want_from(base, query_dir)
         options = {**binding.options, "base": str(base), "embed": "true", "durable": binding.path}
-        inp.binding = FeedInput(mirror.local, options)
+        inp.binding = FeedInput(mirror.local, options, binding.gone)

@@ -11,7 +11,8 @@ the state's value at those keys.
 
 That is the whole state only at the keys the batch touched, so the path is taken only when
 every reader is another query (which applies those keys as deltas, through `latest()` /
-value `map()` / `inspect()` only: `channel_versions.py`) or a `lookup_keyed_singleton`
+value `map()` / `inspect()` / `filter()` only, a key a filter drops crossing as a tombstone:
+`channel_versions.py`) or a `lookup_keyed_singleton`
 (directly or through `snapshot`) whose requested keys are provably among them — derived
 from the IR, never assumed (`requests_covered`):
 

@@ -106,7 +106,9 @@ class StageOutputs:
         if rows is not None:
             self.progress.output_rows[sink.port] = self.progress.output_rows.get(sink.port, 0) + rows
 
-    def _write_channel(self, ch: Channel, value: Val, batch_id: int) -> None:
+    def _write_channel(self, ch: Channel, value: Val, batch_id: int, updated: Val | None = None) -> None:
+        """Write the channel's entry for this batch; `updated`: the value of its `gone_from`
+        state (the keys the batch updated), whose keys `value` lacks are written as tombstones."""
         vt, kt = self.runner.channel_types[ch.name]
         if isinstance(value, KTable):  # a keyed singleton: its whole version (channel_versions.py)
             value = table_frame(self.runner.spark, value)
@@ -131,11 +133,30 @@ class StageOutputs:
                     value.order,
                 )
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
+            if updated is not None:
+                sf = self._with_tombstones(sf, updated, change.get("k"), vt)
         else:
             raise SparkRunError(f"channel {ch.name}: cannot write a {type(value).__name__}")
         path = self.runner.channel_dir(ch)
         mirrors = self.runner.mirrors  # a checkpoint on a Hadoop file system: feed_mirror.py
-        ChannelOutput(path).write(batch_id, sf, mirrors.get(path) if mirrors is not None else None)
+        ChannelOutput(path).write(batch_id, sf, mirrors.get(path) if mirrors is not None else None, updated is not None)
+
+    def _with_tombstones(self, sf: SFrame, updated: Val, key_change: tuple[HType, HType] | None, vt: HType) -> SFrame:
+        """A delta entry's rows (`k`, `v`, `gone`): the channel's value, and a tombstone for
+        each key of `updated` it lacks (a `filter` / `filter_map` dropped the key in this
+        batch: the reader's version must lose it). Keys are compared as the channel writes
+        them (`key_change`: pickled, as the channel's own keys were)."""
+        if isinstance(updated, KTable):
+            updated = table_frame(self.runner.spark, updated)
+        if not isinstance(updated, SFrame) or not updated.keyed:
+            raise SparkRunError(f"{type(updated).__name__}: the keys a state updated must be a keyed table")
+        keys = updated.df.select("k")
+        if key_change is not None:
+            keys = map_in_arrow(keys, reencode({"k": key_change}), T.StructType([T.StructField("k", T.BinaryType())]))
+        kept = sf.df.select("k", "v", F.lit(False).alias("gone"))
+        lost = keys.join(sf.df.select("k"), "k", "left_anti").distinct()
+        tombstones = lost.select("k", F.lit(None).cast(vt.spark()).alias("v"), F.lit(True).alias("gone"))
+        return SFrame(kept.unionByName(tombstones), sf.vt, sf.kt)  # (a keyed singleton has no order)
 
     def _heartbeat(self, ctx: BatchCtx) -> None:
         """Ask Spark for another run of the tick when a deferred stream holds elements (the

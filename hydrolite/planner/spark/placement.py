@@ -11,8 +11,9 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
   the key of every element is known before any state is read; and
 * whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
   through its `snapshot`), each with a chain as its request stream, and other queries, which
-  read it through `latest()` / value `map()` / `inspect()` only: each batch's updated keys
-  cross to them as deltas (`channel_versions.py`).
+  read it through `latest()` / value `map()` / `inspect()` / `filter()` only: each batch's
+  updated keys cross to them as deltas, with tombstones for the ones a filter drops
+  (`channel_versions.py`).
 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far);

@@ -157,10 +157,14 @@ class FileInput(InputBinding):
 class FeedInput(InputBinding):
     path: str
     options: dict[str, str] = field(default_factory=dict)
+    #: the entries may hold tombstones, a `gone` column (a keyed singleton's deltas:
+    #: `channel_versions.py`); an entry without the column reads it as null
+    gone: bool = False
 
     def stream(self, spark: SparkSession, port: str, vt: HType, kt: HType | None) -> DataFrame:
         fields = ([T.StructField("k", kt.spark(), True)] if kt is not None else []) + [
             T.StructField("v", vt.spark(), True),
+            *([T.StructField("gone", T.BooleanType(), True)] if self.gone else []),
             T.StructField("_seq", T.LongType(), True),
         ]
         os.makedirs(self.path, exist_ok=True)
@@ -339,17 +343,19 @@ class ChannelOutput:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def write(self, batch_id: int, sf: SFrame, mirror: FeedMirror | None = None) -> bool:
+    def write(self, batch_id: int, sf: SFrame, mirror: FeedMirror | None = None, gone: bool = False) -> bool:
         """`mirror`: the channel is on a Hadoop file system; the entry is an Arrow file the driver
-        writes there and into the local mirror the consumer reads (feed_mirror.py). Whether
-        an entry was written (False: no elements, or written by an earlier attempt)."""
+        writes there and into the local mirror the consumer reads (feed_mirror.py). `gone`:
+        `sf.df` also has the tombstone column (a keyed singleton's deltas). Whether an entry
+        was written (False: no elements, or written by an earlier attempt)."""
         order = [F.col(c) for c in sf.order]
-        df = sf.df.select(*(["k"] if sf.keyed else []), "v", *sf.order)
+        cols = [*(["k"] if sf.keyed else []), "v", *(["gone"] if gone else [])]
+        df = sf.df.select(*cols, *sf.order)
         # one file: after a shuffle (the sort's, else repartition's), never coalesce(1) straight
         # over the batch's rows, which would compute every upstream partition in one task —
         # serially, and, with two kinds of stateful operators upstream (a streaming aggregation,
         # transformWithState), failing Spark's check that a task's state stores match
-        df = (df.orderBy(*order) if order else df.repartition(1)).coalesce(1).select(*(["k"] if sf.keyed else []), "v")
+        df = (df.orderBy(*order) if order else df.repartition(1)).coalesce(1).select(*cols)
         if mirror is not None:
             return mirror.write(batch_id, lambda: _nonempty_arrow(df))
         final = os.path.join(self.path, entry_name(batch_id, "parquet"))

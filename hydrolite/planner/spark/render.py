@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir import nodes as n
 from ...ir.graph import dump_nodes
 from ...ir.ids import ProcessId, TickId
-from .stages import Plan, Stage
+from .stages import Channel, Plan, Stage
 
 
 def _kind(stage: Stage) -> str:
@@ -16,6 +16,14 @@ def _kind(stage: Stage) -> str:
     if stage.channels_in:
         return "streaming query joining the outputs of other queries"
     return "streaming query for a top-level pipeline (crosses no tick)"
+
+
+def _deltas(c: Channel, what: str = "") -> str:
+    """How a keyed singleton channel crosses, when as deltas (`channel_versions.py`)."""
+    if not c.deltas:
+        return ""
+    gone = f"; tombstones: the keys {c.gone_from.op}() updated that a filter drops" if c.gone_from is not None else ""
+    return f" (deltas{what}{gone})"
 
 
 def _port(x: n.Source | n.Sink) -> str:
@@ -42,14 +50,14 @@ def render_text(plan: Plan) -> str:
             members = ", ".join(f"{x.op}() {x.site.label}" for x in r.nodes)
             lines.append(f"  aligned region {r.align} (created at {site}): {members}")
         reads = [_port(x) for x in s.sources] + [
-            f"channel {c.name} from query {c.producer}{' (deltas: the keys each batch updated)' if c.deltas else ''}"
+            f"channel {c.name} from query {c.producer}{_deltas(c, ': the keys each batch updated')}"
             for c in s.channels_in
         ]
         if reads:
             suffix = "  [one streaming DataFrame, tagged by source]" if len(reads) > 1 else ""
             lines.append("  reads: " + ", ".join(reads) + suffix)
         writes = [_port(x) for x in s.sinks] + [
-            f"channel {c.name} to queries {c.consumers}{' (deltas)' if c.deltas else ''}" for c in s.channels_out
+            f"channel {c.name} to queries {c.consumers}{_deltas(c)}" for c in s.channels_out
         ]
         if writes:
             lines.append("  writes (same micro-batch, idempotent by batch id): " + ", ".join(writes))

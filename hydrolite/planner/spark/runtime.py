@@ -151,7 +151,8 @@ class StageRunner(StageOutputs, HeldBatches):
 
     def _channel_input(self, ch: Channel) -> InputSpec:
         vt, kt = self.runner.channel_types[ch.name]
-        return InputSpec(f"channel:{ch.name}", ch.node, FeedInput(self.runner.channel_dir(ch)), vt, kt, ch.deltas)
+        feed = FeedInput(self.runner.channel_dir(ch), gone=ch.deltas)  # deltas may hold tombstones
+        return InputSpec(f"channel:{ch.name}", ch.node, feed, vt, kt, ch.deltas)
 
     # ------------------------------------------------------------- the streaming query
     def streaming_df(self) -> DataFrame:
@@ -176,7 +177,7 @@ class StageRunner(StageOutputs, HeldBatches):
                 parts.append(sdf)  # (k, v): never unioned with the tick's rows (not `in_tick`)
                 continue
             seq = F.col("_seq") if self.has_seq[i] else F.lit(None).cast("long")
-            payload = F.struct(*(["k"] if inp.kt is not None else []), "v")
+            payload = F.struct(*(["k"] if inp.kt is not None else []), "v", *(["gone"] if inp.deltas else []))
             where = [F.col("_file")] if self.has_file[i] else []
             parts.append(sdf.select(F.lit(i).alias("_src"), seq.alias("_seq"), payload.alias(f"p{i}"), *where))
         raw = parts[0]
@@ -311,7 +312,8 @@ class StageRunner(StageOutputs, HeldBatches):
             if inp.node.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL):  # versions: channel_versions.py
                 out[id(inp.node)] = latest_scalar(sf, inp, ctx_state)
             elif inp.node.meta.kind is Kind.KEYED_SINGLETON:  # without a version yet, left out (held.py)
-                if (table := latest_table(self.runner.spark, sf, inp, ctx_state)) is not None:
+                gone = F.col(f"p{i}.gone") if inp.deltas else None  # (a pending frame's base: the batch)
+                if (table := latest_table(self.runner.spark, sf, inp, ctx_state, gone)) is not None:
                     out[id(inp.node)] = table
             else:
                 out[id(inp.node)] = sf
@@ -389,7 +391,7 @@ class StageRunner(StageOutputs, HeldBatches):
             self._hook("before_outputs", batch_id)
             self._write_sinks(ctx, batch_id)
             for ch in self.stage.channels_out:
-                self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id)
+                self._write_channel(ch, ctx.channel_outputs[ch.name], batch_id, ctx.channel_updated.get(ch.name))
             self._heartbeat(ctx)
             self._hook("after_sinks", batch_id)
             self.runner.files.end(self.stage.name, batch_id)  # last, before Spark commits: no file changed while read

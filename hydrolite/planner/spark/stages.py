@@ -49,6 +49,9 @@ class Channel:
     #: a keyed singleton that crosses as the keys each batch updated, not whole versions
     #: (decided once its producer's state is placed: `channel_versions.settle_channels`)
     deltas: bool = False
+    #: of deltas through a `filter` / `filter_map`: the state whose updated keys the channel's
+    #: value lacks cross as tombstones (`settle_channels`)
+    gone_from: n.Node | None = None
 
 
 @dataclass

@@ -139,8 +139,18 @@ def read_feed(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> l
     return [x for entry in read_feed_entries(path, start, end, vt, kt) for x in entry]
 
 
+class _Gone:
+    def __repr__(self) -> str:
+        return "GONE"
+
+
+#: a tombstone's value in `read_feed_entries` (the key left the keyed singleton)
+GONE: Any = _Gone()
+
+
 def read_feed_entries(path: str, start: Any, end: Any, vt: HType, kt: HType | None) -> list[list[Any]]:
-    """The elements of each feed entry in [start, end) that is there, entry by entry."""
+    """The elements of each feed entry in [start, end) that is there, entry by entry (of a
+    keyed singleton's deltas: a tombstone, a removed key, is the pair `(k, GONE)`)."""
     first, stop = _entries_of(start), _entries_of(end)
     gone = removed_below(path)
     if first < min(gone, stop):
@@ -157,6 +167,8 @@ def read_feed_entries(path: str, start: Any, end: Any, vt: HType, kt: HType | No
             continue  # a producer's batch that ran no tick wrote none (`feed.feed_end`)
         table = read_entry(path, entries[i])
         vs = [vt.decode(x) for x in table.column("v").to_pylist()] if table.num_rows else []
+        if "gone" in table.column_names:
+            vs = [GONE if dead else v for v, dead in zip(vs, table.column("gone").to_pylist())]
         if kt is not None:
             ks = [kt.decode(x) for x in table.column("k").to_pylist()] if table.num_rows else []
             out.append(list(zip(ks, vs)))
@@ -252,7 +264,11 @@ def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapp
             if name in q.deltas:
                 table = q.tables.setdefault(name, {})
                 for version in versions:
-                    table.update(version)
+                    for k, v in version:
+                        if v is GONE:
+                            table.pop(k, None)
+                        else:
+                            table[k] = v
                 elements = [dict(table)] if versions else []
             else:
                 elements = [dict(versions[-1])] if versions else []
