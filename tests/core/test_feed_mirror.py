@@ -171,3 +171,21 @@ def test_a_runners_mirrors_share_one_directory_removed_when_it_stops(tmp_path: P
     assert root is not None and os.path.dirname(a.local) == root
     mirrors.close()
     assert not os.path.exists(root) and mirrors.feeds == {}
+
+
+def test_a_column_an_entry_lacks_reads_as_nulls_of_its_type(tmp_path: Path) -> None:
+    """A keyed singleton's delta channel is read with a `gone` (tombstone) column; an entry
+    written without it (no filter on the way, or by an earlier hydrolite) reads it as boolean
+    nulls, which Spark's check of the reader's schema accepts (untyped nulls it refuses)."""
+    from pyspark.sql.types import BooleanType
+
+    FeedWriter(str(tmp_path), Prim(int)).send_many([5, 6])
+    schema = StructType(
+        [StructField("v", LongType()), StructField("gone", BooleanType()), StructField("_seq", LongType())]
+    )
+    reader = FeedStreamReader(str(tmp_path), schema)
+    (part,) = reader.partitions({"entries": 0}, {"entries": 1})
+    (batch,) = list(reader.read(part))
+    assert batch.schema.field("gone").type == pa.bool_()
+    assert batch.column("gone").to_pylist() == [None, None]
+    assert batch.column("v").to_pylist() == [5, 6]

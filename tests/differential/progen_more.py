@@ -63,6 +63,14 @@ def _crossing_table(prog: Program, d: Draw) -> None:
     t = prog.new(table, "ksingle", None, key="int")
     prog.vars.remove(t)  # read per key only: the shape whose state may stay on the executors
     req = f"{asks.name}.batch({tb}, ND).map({d.choice(TO_PAIR)}).into_keyed()"
+    ks = prog.pick(d, lambda v: v.kind == "keyed" and v.tick is None and v.name == v.source)
+    if ks is not None and d.bool():  # the reader keeps a running aggregate of its own, read per key
+        al = f"al{prog.counter + 1}"
+        prog.lines.append(f"{al} = p.local_align_point()")
+        own = f"{ks.name}.{d.choice(STORE_AGGREGATES)}.snapshot_aligned({tb}, {al}, ND)"
+        asked = f"{ks.name}.batch_aligned({tb}, {al}, ND).keys().map(lambda k: (k, 0)).into_keyed()"
+        mine = prog.new(f"{asked}.lookup_keyed_singleton({own}).entries()", "stream", tb, ordered=False, elem="tuple")
+        prog.sinks.append(f'{mine.name}.all_ticks().sink("own_{mine.name}")')
     looked = f"{req}.lookup_keyed_singleton({t.name}.snapshot({tb}, ND)).entries()"
     out = prog.new(f"{looked}.map(lambda t: (t[0], t[1][0], t[1][1]))", "stream", tb, ordered=False, elem="tuple")
     prog.sinks.append(f'{out.name}.all_ticks().sink("crossing_{out.name}")')

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from ...ir import nodes as n
 from ...ir.meta import Kind
+from ...ir.roles import starts_empty, static_initial
 from . import ckfs
 from .errors import site_of
 from .values import Scalar, Val
@@ -20,6 +22,18 @@ if TYPE_CHECKING:
     from .stages import Stage
 
 _HELD = "held-batches"  # state key: input rows of batches whose tick could not run yet
+
+
+def may_wait_for(node: n.Node) -> bool:
+    """Whether a batch of a query reading `node` from another query may have to wait for it
+    (`HeldBatches._blocked`): a singleton without a static first version (`static_initial`),
+    a keyed singleton that does not start empty (`starts_empty`). An optional never makes a
+    batch wait: before a first version it is empty, in the model too."""
+    if node.meta.kind is Kind.SINGLETON:
+        return not static_initial(node)[0]
+    if node.meta.kind is Kind.KEYED_SINGLETON:
+        return not starts_empty(node)
+    return False
 
 
 def release_held(state: Any) -> None:

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from .channel_versions import published_by
+from .held import may_wait_for
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
 from .native_state import describe as describe_native
@@ -370,12 +371,11 @@ class _Finder:
     def _blocker(self) -> str | None:
         if not self.stage.streaming:
             return "the query reads no stream (it runs once, as a batch job)"
-        for x in self.inputs:
-            if x.meta.kind in (Kind.SINGLETON, Kind.OPTIONAL, Kind.KEYED_SINGLETON):
+        for x in self.inputs:  # (a batch that waits is held: its state must not move on)
+            if may_wait_for(x):
                 return (
                     f"the query reads a {'keyed ' if x.meta.kind.keyed else ''}singleton from another query "
-                    f"({x.op}() {where(x)}): "
-                    "a batch may have to wait for it"
+                    f"({x.op}() {where(x)}) that has no first version before it runs: a batch may have to wait for it"
                 )
         return None
 

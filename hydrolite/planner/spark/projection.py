@@ -192,7 +192,7 @@ def _test(e: ast.expr, param: str, t: HType) -> Projected | None:
 #: steps that pass every element of a micro-batch on unchanged: within one query a tick runs
 #: once per micro-batch on that batch's rows, so `all_ticks()` of a tick's stream is, in the
 #: batch, that stream's elements (a query whose batches can wait, `held.py`, keeps no state
-#: on the executors: `placement._Finder._blocker`)
+#: on the executors: `placement._Finder._blocker`, so a tick never runs on two batches' rows there)
 IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.AllTicks)
 
 
