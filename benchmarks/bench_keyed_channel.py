@@ -6,13 +6,15 @@ the table, and tick `b` — another query — looks up the keys of its gets in i
 `--keyed-state executors` the aggregate lives on the executors (Spark's streaming
 aggregation for `count`, the executor region for a Python fold: `--fold python`) and each
 producer batch sends the keys it updated; with `--keyed-state driver` the driver's store
-keeps it and each producer batch sends the whole table. Printed per path: seconds, put rows/s
+keeps it and each producer batch sends the whole table. `--even-only` reads the table through
+`filter(even)`: a key whose value turns odd leaves it (deltas: a tombstone). Printed per path: seconds, put rows/s
 and the ratio, the producer's `triggerExecution` at the first and last batch, and the bytes
 of all channel entries.
 
     python benchmarks/bench_keyed_channel.py                              # 10 x 20,000 puts over 200,000 keys
     python benchmarks/bench_keyed_channel.py --batches 10 --rows 50000 --keys 1000000 --repeat 3
     python benchmarks/bench_keyed_channel.py --fold python --repeat 1
+    python benchmarks/bench_keyed_channel.py --even-only --keys 50000   # keys in and out of the table: tombstones
 """
 
 from __future__ import annotations
@@ -41,12 +43,14 @@ class Server:
     """The benchmark's process."""
 
 
-def program(fold: str) -> hl.Flow:
+def program(fold: str, even_only: bool = False) -> hl.Flow:
     fb = hl.FlowBuilder("bench-keyed-channel")
     p = fb.process(Server)
     a, b = p.tick(), p.tick()
     puts = p.keyed_source("puts", int, int).batch(a, ND).all_ticks()
     table = puts.count() if fold == "count" else puts.fold(0, lambda acc, x: (acc * 31 + x) % 1_000_003)
+    if even_only:  # a key leaves the table when its value turns odd: the deltas carry tombstones
+        table = table.filter(lambda v: v % 2 == 0)
     gets = p.keyed_source("gets", int, int).batch(b, ND)
     gets.lookup_keyed_singleton(table.snapshot(b, ND)).entries().map(lambda t: (t[0], t[1][1])).all_ticks().sink("out")
     return fb.finalize()
@@ -64,11 +68,11 @@ def _bytes(directory: str) -> int:
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(directory) for f in fs)
 
 
-def run(spark: Any, base: str, keyed_state: str, fold: str) -> dict[str, Any]:
+def run(spark: Any, base: str, keyed_state: str, fold: str, even_only: bool = False) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix="bench-kch-")
     opts = "?maxFilesPerTrigger=1"
     runner = FlowRunner(
-        program(fold),
+        program(fold, even_only),
         spark=spark,
         checkpoint=os.path.join(work, "ck"),
         inputs={"puts": f"parquet:{base}/puts{opts}", "gets": f"parquet:{base}/gets{opts}"},
@@ -84,10 +88,20 @@ def run(spark: Any, base: str, keyed_state: str, fold: str) -> dict[str, Any]:
         if producer.query
         else []
     )
-    answers = spark.read.parquet(f"{work}/out").count()
+    out = spark.read.parquet(f"{work}/out")
+    # the answers' count and an order-free digest of them (a sum of row hashes): equal across paths
+    answers, digest = out.selectExpr("count(*)", "sum(cast(hash(*) as bigint))").first()
     channel = _bytes(os.path.join(work, "ck", "channels"))
     shutil.rmtree(work, ignore_errors=True)
-    return {"s": elapsed, "answers": answers, "first": lat[0], "last": lat[-1], "channel": channel, "deltas": deltas}
+    return {
+        "s": elapsed,
+        "answers": answers,
+        "digest": digest,
+        "first": lat[0],
+        "last": lat[-1],
+        "channel": channel,
+        "deltas": deltas,
+    }
 
 
 def main() -> None:
@@ -97,6 +111,7 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=200000, help="distinct keys the puts cycle through")
     ap.add_argument("--gets", type=int, default=1000, help="gets per batch")
     ap.add_argument("--fold", choices=("count", "python"), default="count")
+    ap.add_argument("--even-only", action="store_true", help="read the table through filter(even): tombstones")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--paths", default=",".join(PATHS), help="executors (deltas), driver (whole versions), or both")
@@ -107,15 +122,15 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     rows = args.batches * args.rows
     print(
-        f"Spark {args.master}; {args.fold}: {args.batches} batches x {args.rows:,} puts over {args.keys:,} keys, "
+        f"Spark {args.master}; {args.fold}{' read through filter(even)' if args.even_only else ''}: {args.batches} batches x {args.rows:,} puts over {args.keys:,} keys, "
         f"{args.gets:,} gets a batch"
     )
     paths = [p for p in PATHS if p in args.paths.split(",")]
-    run(spark, base, paths[0], args.fold)  # warm-up (JVM, Python workers)
+    run(spark, base, paths[0], args.fold, args.even_only)  # warm-up (JVM, Python workers)
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for rep in range(args.repeat):
         for path in paths if rep % 2 == 0 else paths[::-1]:
-            r = run(spark, base, path, args.fold)
+            r = run(spark, base, path, args.fold, args.even_only)
             results[path].append(r)
             print(
                 f"  run {rep + 1} {path:9s} (deltas {r['deltas']}): {r['s']:.1f} s, {rows / r['s']:,.0f} puts/s, "
@@ -123,6 +138,9 @@ def main() -> None:
                 f"{r['answers']:,} answers",
                 flush=True,
             )
+    digests = {r["digest"] for rs in results.values() for r in rs}
+    if len(digests) != 1:
+        raise SystemExit(f"the paths answered differently (answer digests {sorted(digests)})")
     med = {p: statistics.median(r["s"] for r in rs) for p, rs in results.items()}
     print(f"\n{'path':34s} {'median s':>9s} {'puts/s':>10s} {'first ms':>9s} {'last ms':>8s} {'channel MB':>11s}")
     names = {"executors": "deltas (state on the executors)", "driver": "whole versions (driver state)"}
