@@ -14,20 +14,21 @@ of two forms, decided once the states are placed (`settle_channels`, `Channel.de
   executor region, whose value in a batch is the keys the batch updated). The entry of a
   batch is those keys' new values; a keyed aggregate never loses a key, and the steps
   between it and the channel (`KEYWISE_STEPS`: `latest()`, a value `map()` / `inspect()` /
-  `filter()` / `filter_map()`) compute a key's value, or its absence, from that key's alone,
-  so the version after the entry is the version before it with those keys replaced, added
-  or removed. A key the state updated that a `filter` / `filter_map` now drops is written as
-  a **tombstone** (`gone` true, `v` null): the key may have passed before, and the reader
+  `filter()`, the IR's `FilterMap`) compute a key's value, or its absence, from that key's
+  alone, so the version after the entry is the version before it with those keys replaced,
+  added or removed. A key the state updated that a filter now drops is written as a
+  **tombstone** (`gone` true, `v` null): the key may have passed before, and the reader
   must remove it (`Channel.gone_from` names the state whose updated keys are the candidates).
   The producer's state then never passes through the driver.
 * **Reader.** Of the entries a batch brings, the newest is the version (`latest_table`):
   of whole versions, the rows of the newest entry; of deltas, the version it kept with every
   entry's rows applied in entry order (per key, the row of the highest `_seq`; a tombstone
-  there removes the key), computed by the executors. The reader keeps it as Parquet its executors write under its own state
-  (`<query>/state/blobs/`), recorded in the versioned store by path: a later batch without
-  a new version reads it back from there, neither through the driver nor from the
-  producer's entries (which retention removes once every reader has read them). A reader
-  batch that brings deltas rewrites the table it keeps: O(table) work on the executors.
+  there removes the key), computed by the executors. The reader keeps it as Parquet its
+  executors write under its own state (`<query>/state/blobs/`), recorded in the versioned
+  store by path: a later batch without a new version reads it back from there, neither
+  through the driver nor from the producer's entries (which retention removes once every
+  reader has read them). A reader batch that brings deltas rewrites the table it keeps:
+  O(table) work on the executors.
 * **Before a first version.** A keyed aggregation of an unbounded keyed stream (count,
   fold, reduce, first, last; a map or filter of one) is the empty table from the start, in
   the model too (`ir.roles.starts_empty`); any other keyed singleton has no version yet, and the reading tick waits
