@@ -180,10 +180,14 @@ def evaluate(ctx: BatchCtx) -> None:
         handler = HANDLERS.get(type(node))
         if handler is None:
             raise SparkRunError(f"{site_of(node)}: {node.op}() has no Spark translation")
-        args = [ctx.vals[id(c)] if id(c) in ctx.vals else ctx.inputs[id(c)] for c in node.children]
-        ctx.vals[id(node)] = handler(ctx, node, args)
+        ctx.vals[id(node)] = handler(ctx, node, [_value(ctx, c) for c in node.children])
     for ch in ctx.stage.channels_out:
         ctx.channel_outputs[ch.name] = ctx.vals[id(ch.node)]
         if ch.gone_from is not None:
-            x = ch.gone_from
-            ctx.channel_updated[ch.name] = ctx.vals[id(x)] if id(x) in ctx.vals else ctx.inputs[id(x)]
+            ctx.channel_updated[ch.name] = _value(ctx, ch.gone_from)
+
+
+def _value(ctx: BatchCtx, x: n.Node) -> Val:
+    """Node `x`'s value in this batch: computed here, or given (an input, a state the
+    executors keep, which no live node needed here)."""
+    return ctx.vals[id(x)] if id(x) in ctx.vals else ctx.inputs[id(x)]

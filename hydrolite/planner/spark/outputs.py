@@ -154,7 +154,7 @@ class StageOutputs:
         if key_change is not None:
             keys = map_in_arrow(keys, reencode({"k": key_change}), T.StructType([T.StructField("k", T.BinaryType())]))
         kept = sf.df.select("k", "v", F.lit(False).alias("gone"))
-        lost = keys.join(sf.df.select("k"), "k", "left_anti").distinct()
+        lost = keys.join(sf.df.select("k"), "k", "left_anti")  # (a state's batch value has each key once)
         tombstones = lost.select("k", F.lit(None).cast(vt.spark()).alias("v"), F.lit(True).alias("gone"))
         return SFrame(kept.unionByName(tombstones), sf.vt, sf.kt)  # (a keyed singleton has no order)
 
