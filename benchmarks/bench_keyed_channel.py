@@ -9,7 +9,9 @@ producer batch sends the keys it updated; with `--keyed-state driver` the driver
 keeps it and each producer batch sends the whole table. `--even-only` reads the table through
 `filter(even)`: a key whose value turns odd leaves it (deltas: a tombstone). Printed per path: seconds, put rows/s
 and the ratio, the producer's `triggerExecution` at the first and last batch, and the bytes
-of all channel entries.
+of all channel entries, and the reading query's batch at the first and last batch (with
+deltas and the reader's state on the executors, its gets look the keys up in the version
+it keeps per key, `channel_versions.py`).
 
     python benchmarks/bench_keyed_channel.py                              # 10 x 20,000 puts over 200,000 keys
     python benchmarks/bench_keyed_channel.py --batches 10 --rows 50000 --keys 1000000 --repeat 3
@@ -82,12 +84,13 @@ def run(spark: Any, base: str, keyed_state: str, fold: str, even_only: bool = Fa
     )
     deltas = [c.deltas for c in runner.plan.channels]
     producer = next(st for st in runner.stages if st.stage.channels_out)
+    reader = next(st for st in runner.stages if st.stage.channels_in)
     elapsed, _ = timed_run(runner)
-    lat = (
-        [float(p.durationMs.get("triggerExecution", 0)) for p in producer.query.recentProgress]
-        if producer.query
-        else []
-    )
+
+    def latencies(st: Any) -> list[float]:
+        return [float(p.durationMs.get("triggerExecution", 0)) for p in st.query.recentProgress] if st.query else []
+
+    lat, rlat = latencies(producer), latencies(reader)
     out = spark.read.parquet(f"{work}/out")
     # the answers' count and an order-free digest of them (a sum of row hashes): equal across paths
     answers, digest = out.selectExpr("count(*)", "sum(cast(hash(*) as bigint))").first()
@@ -99,6 +102,8 @@ def run(spark: Any, base: str, keyed_state: str, fold: str, even_only: bool = Fa
         "digest": digest,
         "first": lat[0],
         "last": lat[-1],
+        "rfirst": rlat[0],
+        "rlast": rlat[-1],
         "channel": channel,
         "deltas": deltas,
     }
@@ -134,7 +139,8 @@ def main() -> None:
             results[path].append(r)
             print(
                 f"  run {rep + 1} {path:9s} (deltas {r['deltas']}): {r['s']:.1f} s, {rows / r['s']:,.0f} puts/s, "
-                f"producer batch {r['first']:.0f} ms first / {r['last']:.0f} ms last, channel {r['channel']:,} bytes, "
+                f"producer batch {r['first']:.0f} ms first / {r['last']:.0f} ms last, reader batch {r['rfirst']:.0f} / "
+                f"{r['rlast']:.0f} ms, channel {r['channel']:,} bytes, "
                 f"{r['answers']:,} answers",
                 flush=True,
             )
@@ -142,13 +148,17 @@ def main() -> None:
     if len(digests) != 1:
         raise SystemExit(f"the paths answered differently (answer digests {sorted(digests)})")
     med = {p: statistics.median(r["s"] for r in rs) for p, rs in results.items()}
-    print(f"\n{'path':34s} {'median s':>9s} {'puts/s':>10s} {'first ms':>9s} {'last ms':>8s} {'channel MB':>11s}")
+    print(
+        f"\n{'path':34s} {'median s':>9s} {'puts/s':>10s} {'first ms':>9s} {'last ms':>8s} {'reader last':>12s} "
+        f"{'channel MB':>11s}"
+    )
     names = {"executors": "deltas (state on the executors)", "driver": "whole versions (driver state)"}
     for p, rs in results.items():
         first = statistics.median(r["first"] for r in rs)
         last = statistics.median(r["last"] for r in rs)
+        rlast = statistics.median(r["rlast"] for r in rs)
         mb = statistics.median(r["channel"] for r in rs) / 1e6
-        print(f"{names[p]:34s} {med[p]:9.1f} {rows / med[p]:10,.0f} {first:9.0f} {last:8.0f} {mb:11.1f}")
+        print(f"{names[p]:34s} {med[p]:9.1f} {rows / med[p]:10,.0f} {first:9.0f} {last:8.0f} {rlast:12.0f} {mb:11.1f}")
     if len(paths) == 2:
         paired = [d["s"] / e["s"] for e, d in zip(results["executors"], results["driver"])]
         print(

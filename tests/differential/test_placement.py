@@ -79,8 +79,9 @@ def test_generated_tables_cross_queries_with_tombstones_and_readers_keep_state(t
     """The shapes the differential test must keep drawing: a keyed table on the executors
     read by another query through a filter (deltas with tombstones), and a query that reads
     versions from another query while keeping keyed state on the executors itself (none of
-    the versions it reads can make it wait)."""
-    seen = {"tombstones": 0, "reader state": 0}
+    the versions it reads can make it wait), and a reader keeping the version it reads per key
+    in its executor region (its lookups are the only use of the table)."""
+    seen = {"tombstones": 0, "reader state": 0, "tables per key": 0}
     for seed in range(86000, 86240):
         source = generate(RandomDraw(random.Random(seed))).source()
         if "tq" not in source:  # (no keyed table read by another query: nothing to count)
@@ -89,5 +90,6 @@ def test_generated_tables_cross_queries_with_tombstones_and_readers_keep_state(t
             seen["tombstones"] += sum(c.gone_from is not None for c in st.channels_out)
             reads_versions = any(c.node.meta.kind in VERSIONED for c in st.channels_in)
             if reads_versions and st.placement is not None:
-                seen["reader state"] += any(p.executors or p.native for p in st.placement.placements)
-    assert seen["tombstones"] >= 5 and seen["reader state"] >= 3, seen
+                seen["reader state"] += any(p.executors or p.native for p in st.placement.placements if p.table is None)
+                seen["tables per key"] += sum(p.executors for p in st.placement.placements if p.table is not None)
+    assert seen["tombstones"] >= 5 and seen["reader state"] >= 3 and seen["tables per key"] >= 5, seen

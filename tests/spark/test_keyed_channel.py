@@ -159,14 +159,17 @@ def _entries(runner: FlowRunner, port_of_table: str) -> list[dict[Any, Any]]:
 
 
 def _plain_answers(d: Path) -> list[Any]:
-    """A json sink's rows in batch order; a value whose type was not declared (a map's result)
-    crosses pickled, written as base64: decoded."""
+    """A json sink's rows in batch order, by key within a batch (the answers' `entries()` have
+    no order across keys); a value whose type was not declared (a map's result) crosses
+    pickled, written as base64: decoded."""
 
     def plain(v: Any) -> Any:
         return pickle.loads(base64.b64decode(v)) if isinstance(v, str) else v
 
-    rows = [r for _, rows in sorted(json_batches(d).items()) for r in rows]
-    return [(r[0], *(plain(v) for v in r[1:])) for r in rows]
+    out: list[Any] = []
+    for _, rows in sorted(json_batches(d).items()):
+        out += sorted(((r[0], *(plain(v) for v in r[1:])) for r in rows), key=lambda r: (r[0], repr(r[1:])))
+    return out
 
 
 def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) -> None:
@@ -193,6 +196,8 @@ def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) ->
     assert "count() " in text and "another query reading map()" not in text, text
     assert text.count("as deltas") + text.count("as the keys each batch updated") == 2, text
     assert [c.deltas for c in first.plan.channels] == [True, True]
+    # the reader keeps each version per key in its executor region: its gets are the lookups
+    assert text.count("read through channel ch_") == 2 and text.count("applied as puts to the key's state") == 2, text
     first.start()
     try:
         gets.send_many(["a"])

@@ -29,6 +29,12 @@ of two forms, decided once the states are placed (`settle_channels`, `Channel.de
   through the driver nor from the producer's entries (which retention removes once every
   reader has read them). A reader batch that brings deltas rewrites the table it keeps:
   O(table) work on the executors.
+* **Reader, per key.** Deltas read only by lookups whose requests are element-wise chains of
+  the reader's inputs, with its state on the executors, skip that table: the entries join
+  the reader's executor region as puts (`placement._Finder.table_of`; `keyed_state`'s
+  `table` state: the newest entry per key is its value, a tombstone clears it), and the
+  lookups read the key's state there, so a batch costs its entries and its lookups, not the
+  table (`hydrolite plan` says which form each reader keeps).
 * **Before a first version.** A keyed aggregation of an unbounded keyed stream (count,
   fold, reduce, first, last; a map or filter of one) is the empty table from the start, in
   the model too (`ir.roles.starts_empty`); any other keyed singleton has no version yet, and the reading tick waits
@@ -192,8 +198,8 @@ def settle_channels(plan: Plan) -> None:
         x: n.Node = ch.node
         drops = False
         while True:
-            placed = stage.placement.of(x)
-            if placed is not None and (placed.executors or placed.native):
+            placed = stage.placement.of(x)  # (a version read from another query is no state of this one)
+            if placed is not None and placed.table is None and (placed.executors or placed.native):
                 ch.deltas = True
                 ch.gone_from = x if drops else None
                 break

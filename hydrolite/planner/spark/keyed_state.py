@@ -161,6 +161,7 @@ class _InputFn:
     seq: bool  # ordered by `_seq`
     file: bool  # a file input: `_file` (path, start, mtime, bad)
     latest_first: bool
+    gone: bool = False  # a keyed table's deltas: an element is (value, tombstone)
 
 
 Item = tuple[tuple[Any, ...], Any, Any]  # (order, key, value)
@@ -216,6 +217,13 @@ def _input_items(rb: Any, inp: _InputFn, srcs: list[int], first: int) -> list[It
     ks = payload.field("k").to_pylist() if inp.kt is not None else None
     orders = _orders(rb, rows, inp, first)
     kt = inp.kt
+    if inp.gone:  # a table's entry: (its value, False), or (None, True) for a tombstone
+        assert kt is not None and ks is not None
+        dead = payload.field("gone").to_pylist()
+        return [
+            (o, kt.decode(ks[j]), (None, True) if dead[j] else (inp.vt.decode(vs[j]), False))
+            for o, j in zip(orders, rows)
+        ]
     return [
         (o, kt.decode(ks[j]) if kt is not None and ks is not None else None, inp.vt.decode(vs[j]))
         for o, j in zip(orders, rows)
@@ -265,7 +273,7 @@ def _arrow_schema(st: T.StructType) -> Any:
 class _AggFn:
     """How one executor state folds its elements (`hydrolite.kernels`, as the simulator)."""
 
-    kind: str  # fold | reduce | count | first | last
+    kind: str  # fold | reduce | count | first | last | table (a version read as deltas)
     f: Any
     has_init: bool
     init: Any
@@ -280,6 +288,9 @@ class _AggFn:
                 return True, kernels.count_values(acc, xs)
             if self.kind == "first":
                 return kernels.first_values(has, acc, xs)
+            if self.kind == "table":  # the newest entry: a value, or a tombstone (no value)
+                v, dead = xs[-1]
+                return (False, None) if dead else (True, v)
             return kernels.last_values(has, acc, xs)
         except KernelError as e:
             raise self.site.fail((key, e.element), e.cause) from e.cause
@@ -343,12 +354,15 @@ class _Processor(StatefulProcessor):
         news = by_role.get(FOLD, [])
         # last(): the new value does not depend on the stored one, so no `get` (a round trip
         # to the state server, a third of a put's cost)
-        stored: tuple[bool, Any] | None = None if news and agg.kind == "last" else self._stored()
+        stored: tuple[bool, Any] | None = None if news and agg.kind in ("last", "table") else self._stored()
         known = stored is not None
         has, acc = stored if stored is not None else (agg.has_init, agg.init)
         if news:
             has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
-            self.value.update((pickle.dumps((has, acc), protocol=5),))
+            if has or agg.kind != "table":
+                self.value.update((pickle.dumps((has, acc), protocol=5),))
+            else:  # a tombstone: the key leaves the table
+                self.value.clear()
             known = True
             if agg.publish is not None and has:  # the key's new value, for another query (a delta)
                 out.append(_answer(agg.publish, _NO_ORDER, k, acc))
@@ -404,6 +418,7 @@ class QueryInput:
     seq: bool
     file: bool
     latest_first: bool
+    gone: bool = False  # a keyed table's deltas, with tombstones (`ports.FeedInput`)
 
 
 def _site(node: n.Node, stage: str) -> FnSite:
@@ -432,26 +447,29 @@ class ExecutorRegion:
         self.region = region
         self.stage = stage
         self.by_node = {id(i.node): i for i in inputs}
-        self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first) for i in inputs]
+        self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
         self.tags: dict[int, str] = {}
         self.ends: dict[int, tuple[HType, HType | None]] = {}
         self.aggs: dict[str, _AggFn | _JoinFn] = {}
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
-        key_of = {s.slot: keys[id(s.node)] for s in region.states}  # slot -> the state's stable key
+        # slot -> the state's stable key (a version read as deltas: its channel's, as its input's)
+        key_of = {s.slot: keys[id(s.node)] if s.table is None else f"table:{s.table}" for s in region.states}
         #: a state another query reads -> (the tag of its updated keys' rows, key type, value type)
         self.tables: dict[int, tuple[int, HType, HType]] = {}
         for st in region.states:
             vt, kt = self._chain(st.chain, key_of[st.slot], FOLD)
-            self.aggs[key_of[st.slot]] = _agg(st.node, stage, st.publish)
+            table = _AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
+            self.aggs[key_of[st.slot]] = _agg(st.node, stage, st.publish) if st.table is None else table
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
         for lk in region.lookups:
             vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
             state = next(x for x in region.states if x.slot == lk.slot)
-            rt = state_type(state.node, self.ends[state.chain.tag][0])
+            rt = self.ends[state.chain.tag][0]
+            rt = rt if state.table is not None else state_type(state.node, rt)
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))

@@ -48,6 +48,7 @@ before, so a program never gets a different answer from this choice, only a diff
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ...ir import nodes as n
@@ -92,6 +93,9 @@ class ExecutorState:
     chain: Chain
     slot: int
     publish: int | None = None
+    #: a keyed singleton read from another query as deltas (the channel's name), not an
+    #: aggregate: the newest entry per key is its value, a tombstone removes the key
+    table: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ class Placement:
     why: str
     native: bool = False  # kept by Spark's native streaming aggregation (`native_state.py`)
     rows: bool = False  # a previous batch's rows, as Parquet the executors write (`ops_state.defer_tick`)
+    table: str | None = None  # the version of a keyed singleton read through this channel
 
     def describe(self) -> str:
         home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
@@ -154,7 +159,10 @@ class Placement:
             home = "executors (Spark's streaming aggregation, RocksDB)"
         elif self.rows:
             home = "executors (Parquet files under the query's checkpoint)"
-        return f"{self.node.op}() {where(self.node)}: {home}: {self.why}"
+        what = f"{self.node.op}() {where(self.node)}"
+        if self.table is not None:
+            what = f"the version of {what} read through channel {self.table}"
+        return f"{what}: {home}: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -213,18 +221,26 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
             f"keyed_state='auto' on the local master {master!r}: there the history path ran a join 10.4x faster than "
             "Spark's per-key join state (benchmarks/bench_history_join.py; --keyed-state executors keeps it per key)"
         )
-    for stage in plan.stages:
-        stage.placement = place(
-            stage,
-            executors=on_executors,
-            driver_why=why,
-            joins=joins,
-            native=resolve_native(keyed_state),
-            joins_why=joins_why,
-        )
     from .channel_versions import settle_channels  # (it reads stages: imported here, not at the top)
 
-    settle_channels(plan)
+    deltas: set[str] = set()
+    for again in (False, True):  # how a channel crosses depends on its producer's placement
+        for stage in plan.stages:
+            if again and not any(ch.name in deltas for ch in stage.channels_in):
+                continue
+            stage.placement = place(
+                stage,
+                executors=on_executors,
+                driver_why=why,
+                joins=joins,
+                native=resolve_native(keyed_state),
+                joins_why=joins_why,
+                tables=deltas,
+            )
+        settle_channels(plan)  # (a reader's tables never change how its own channels cross)
+        deltas = {ch.name for ch in plan.channels if ch.deltas}
+        if not deltas:
+            break
 
 
 def place(
@@ -234,6 +250,7 @@ def place(
     joins: bool | None = None,
     native: bool | None = None,
     joins_why: str | None = None,
+    tables: Collection[str] = (),
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
@@ -303,8 +320,37 @@ def place(
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
         why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
         placements.append(Placement(node, True, why))
+    for ch in stage.channels_in:  # the versions of keyed singletons read from other queries
+        if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
+            continue
+        if ch.name not in tables:
+            placements.append(Placement(ch.node, False, _WHOLE, rows=True, table=ch.name))
+            continue
+        found = finder.table_of(ch.node, ch.name, len(states)) if executors else why_driver
+        if isinstance(found, str):
+            placements.append(Placement(ch.node, False, f"{_DELTAS_KEPT} ({found})", rows=True, table=ch.name))
+            continue
+        state, its_lookups = found
+        states.append(state)
+        lookups.extend(its_lookups)
+        by = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
+        placements.append(Placement(ch.node, True, _TABLE_WHY.format(readers=by), table=ch.name))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
     return StagePlacement(region, tuple(placements), tuple(natives))
+
+
+_WHOLE = (
+    "each version whole: the newest entry's rows, written as Parquet by the executors under <query>/state/blobs/; the "
+    "driver keeps the path (channel_versions.latest_table)"
+)
+_DELTAS_KEPT = (
+    "the entries applied to the table kept as Parquet under <query>/state/blobs/: each batch that brings entries "
+    "rewrites it on the executors, O(table)"
+)
+_TABLE_WHY = (
+    "each batch's entries (a key's new value, or a tombstone) applied as puts to the key's state, read only per key "
+    "(by {readers}): a batch costs its entries and lookups, not the table"
+)
 
 
 def _not_partitioned(node: n.Node) -> str | None:
@@ -414,6 +460,45 @@ class _Finder:
         assert isinstance(left, Chain) and isinstance(right, Chain)
         return ExecutorJoin(node, left, right)
 
+    def table_of(self, node: n.Node, channel: str, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
+        """The executor state holding the version of keyed singleton `node`, read from another
+        query through `channel` as deltas, and its lookups; or why it is kept as Parquet."""
+        blocked = self._blocker()
+        if blocked is not None:
+            return blocked
+        readers = self._lookups_of(node)
+        if isinstance(readers, str):
+            return readers
+        lookups = self._requests(readers, slot)
+        if isinstance(lookups, str):
+            return lookups
+        self.tags += 1
+        return ExecutorState(node, Chain(self.tags - 1, node, ()), slot, table=channel), lookups
+
+    def _lookups_of(self, node: n.Node) -> list[n.KeyedLookup] | str:
+        """The lookups reading `node` (directly or through snapshots), or who reads it whole."""
+        readers: list[n.KeyedLookup] = []
+        todo: list[n.Node] = [node]
+        while todo:
+            x = todo.pop()
+            for u in self.users.get(id(x), []):
+                if isinstance(u, n.Snapshot):
+                    todo.append(u)
+                elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
+                    readers.append(u)
+                else:
+                    return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
+        return readers or "nothing in the query reads it per key"
+
+    def _requests(self, readers: list[n.KeyedLookup], slot: int) -> list[ExecutorLookup] | str:
+        lookups: list[ExecutorLookup] = []
+        for r in readers:
+            left = self.chain(r.children[0])
+            if isinstance(left, str):
+                return f"the requests of lookup_keyed_singleton() {where(r)}: {left}"
+            lookups.append(ExecutorLookup(r, left, slot))
+        return lookups
+
     def region_of(self, node: n.Node, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
         """The executor state of `node` and its lookups, or why it stays on the driver."""
         not_partitioned = _not_partitioned(node)
@@ -443,12 +528,9 @@ class _Finder:
         chain = self.chain(node.children[0])
         if isinstance(chain, str):
             return chain
-        lookups: list[ExecutorLookup] = []
-        for r in readers:
-            left = self.chain(r.children[0])
-            if isinstance(left, str):
-                return f"the requests of lookup_keyed_singleton() {where(r)}: {left}"
-            lookups.append(ExecutorLookup(r, left, slot))
+        lookups = self._requests(readers, slot)
+        if isinstance(lookups, str):
+            return lookups
         if published:
             self.tags += 1
         return ExecutorState(node, chain, slot, self.tags - 1 if published else None), lookups

@@ -61,8 +61,10 @@ def render_text(plan: Plan) -> str:
         ]
         if writes:
             lines.append("  writes (same micro-batch, idempotent by batch id): " + ", ".join(writes))
-        if s.stateful:
+        tables = [p for p in s.placement.placements if p.table is not None] if s.placement is not None else []
+        if s.stateful or tables:
             lines.append("  state (versioned by batch id; where it lives and why):")
+            lines.extend(f"    {p.describe()}" for p in tables)
             for x in s.stateful:
                 p = s.placement.of(x) if s.placement is not None else None
                 text = p.describe() if p is not None else f"{x.op}() {x.site.label}: driver"

@@ -192,7 +192,9 @@ class StageRunner(StageOutputs, HeldBatches):
             given |= self.native.given()
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
-                QueryInput(i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp))
+                QueryInput(
+                    i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp), inp.deltas
+                )
                 for i, inp in enumerate(self.inputs)
                 if inp.node is not None
             ]

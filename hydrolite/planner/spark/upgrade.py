@@ -95,7 +95,7 @@ def _at(home: str) -> str:
 def _keyed_state_for(home: str) -> str:
     """The run option that keeps state where `home` says (a join's history: the driver's
     option, which keeps no join per key on the executors)."""
-    return {"native": "executors (or auto)", "history": "driver"}.get(home, home)
+    return {"native": "executors (or auto)", "history": "driver", "parquet": "driver"}.get(home, home)
 
 
 @dataclass
@@ -120,6 +120,9 @@ class QueryRecord:
     sinks: list[str]
     state: dict[str, StateRecord]
     keyed_operator: str = LEGACY_KEYED_OPERATOR  # meaningful when a state's home is "executors"
+    #: channel -> where the version of the keyed table read through it lives (`table_homes`);
+    #: records before the field kept every such version as Parquet
+    tables: dict[str, str] = field(default_factory=dict)
 
 
 def stage_inputs(stage: Stage) -> list[str]:
@@ -151,6 +154,7 @@ def read_record(checkpoint: str) -> tuple[dict[str, QueryRecord], int] | None:
                 list(q["sinks"]),
                 {k: StateRecord(key=k, **s) for k, s in q["state"].items()},
                 str(q.get("keyed_operator", LEGACY_KEYED_OPERATOR)),
+                dict(q.get("tables", {})),
             )
             for d, q in data["queries"].items()
         }
@@ -236,11 +240,14 @@ class Reconciliation:
                     "type": state_type(x),
                     "home": home_of(stage, x),
                 }
+            tables = table_homes(stage)
+            homes = [*(s["home"] for s in state.values()), *tables.values()]
             queries[stage.name] = {
                 "inputs": stage_inputs(stage),
                 "sinks": [s.port for s in stage.sinks],
                 "state": state,
-                **({"keyed_operator": KEYED_OPERATOR} if any(s["home"] == "executors" for s in state.values()) else {}),
+                **({"keyed_operator": KEYED_OPERATOR} if "executors" in homes else {}),
+                **({"tables": tables} if tables else {}),
             }
         return {
             "version": RECORD_VERSION,
@@ -495,8 +502,10 @@ def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> Non
     keeps executor state (one transformWithState operator) exactly when it did before, and
     the same native aggregations (one per native state, `native_state.py`)."""
     _compare_native(recon, stage, rec)
-    before = any(s.home == "executors" for s in rec.state.values())
-    now = any(home_of(stage, x) == "executors" for x in stage.stateful)
+    tables = table_homes(stage)
+    _compare_tables(recon, tables, rec)
+    before = any(s.home == "executors" for s in rec.state.values()) or "executors" in rec.tables.values()
+    now = any(home_of(stage, x) == "executors" for x in stage.stateful) or "executors" in tables.values()
     if before and now and rec.keyed_operator != KEYED_OPERATOR:
         recon.refusals.append(
             f"query {rec.dir}: its state on the executors was written by Spark's {rec.keyed_operator} operator (an "
@@ -516,6 +525,25 @@ def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> Non
         f"resume with --keyed-state {'driver' if now else 'executors'} to keep the state where it is, "
         "or start a new --checkpoint"
     )
+
+
+def table_homes(stage: Stage) -> dict[str, str]:
+    """Channel -> where the version of the keyed table the query reads through it lives:
+    "executors" (per key in the region, `placement._Finder.table_of`) or "parquet"."""
+    placed = stage.placement.placements if stage.placement is not None else ()
+    return {p.table: "executors" if p.executors else "parquet" for p in placed if p.table is not None}
+
+
+def _compare_tables(recon: Reconciliation, tables: dict[str, str], rec: QueryRecord) -> None:
+    at = {"executors": "per key in Spark's state store", "parquet": "as Parquet under the query's state"}
+    for name, home in tables.items():
+        was = rec.tables.get(name, "parquet")
+        if was != home:
+            recon.refusals.append(
+                f"query {rec.dir}: the version it keeps of the keyed table read through channel {name} lives "
+                f"{at[was]} in this checkpoint, and this run would keep it {at[home]}: it would start empty there"
+            )
+            recon.fixes.append(f"resume with --keyed-state {_keyed_state_for(was)}, or start a new --checkpoint")
 
 
 def _compare_native(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
