@@ -17,6 +17,7 @@ it keeps per key, `channel_versions.py`).
     python benchmarks/bench_keyed_channel.py --batches 10 --rows 50000 --keys 1000000 --repeat 3
     python benchmarks/bench_keyed_channel.py --fold python --repeat 1
     python benchmarks/bench_keyed_channel.py --even-only --keys 50000   # keys in and out of the table: tombstones
+    python benchmarks/bench_keyed_channel.py --first-rows 2000000 --rows 10000 --keys 2000000  # a large table, small updates
 """
 
 from __future__ import annotations
@@ -58,11 +59,16 @@ def program(fold: str, even_only: bool = False) -> hl.Flow:
     return fb.finalize()
 
 
-def write_inputs(base: str, batches: int, rows: int, keys: int, gets: int) -> None:
+def write_inputs(base: str, batches: int, rows: int, keys: int, gets: int, first: int | None = None) -> None:
+    """Puts cycle through the keys (`first`: the first batch's size, the rest `rows` each);
+    gets ask keys spread over them."""
     for port, n, step in (("puts", rows, 1), ("gets", gets, 7919)):
+        start = 0
         for b in range(batches):
-            k = [((b * n + i) * step) % keys for i in range(n)]
-            table = pa.table({"key": pa.array(k, pa.int64()), "value": pa.array([1] * n, pa.int64())})
+            size = first if port == "puts" and b == 0 and first is not None else n
+            k = [((start + i) * step) % keys for i in range(size)]
+            start += size
+            table = pa.table({"key": pa.array(k, pa.int64()), "value": pa.array([1] * size, pa.int64())})
             write_batch_file(os.path.join(base, port), b, table)
 
 
@@ -115,6 +121,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20000, help="puts per batch")
     ap.add_argument("--keys", type=int, default=200000, help="distinct keys the puts cycle through")
     ap.add_argument("--gets", type=int, default=1000, help="gets per batch")
+    ap.add_argument(
+        "--first-rows",
+        type=int,
+        default=None,
+        help="puts of the first batch (default --rows): a large table, then small batches",
+    )
     ap.add_argument("--fold", choices=("count", "python"), default="count")
     ap.add_argument("--even-only", action="store_true", help="read the table through filter(even): tombstones")
     ap.add_argument("--repeat", type=int, default=2)
@@ -122,13 +134,14 @@ def main() -> None:
     ap.add_argument("--paths", default=",".join(PATHS), help="executors (deltas), driver (whole versions), or both")
     args = ap.parse_args()
     base = tempfile.mkdtemp(prefix="bench-kch-in-")
-    write_inputs(base, args.batches, args.rows, args.keys, args.gets)
+    write_inputs(base, args.batches, args.rows, args.keys, args.gets, args.first_rows)
     spark = spark_session(args.master, {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
-    rows = args.batches * args.rows
+    first = args.rows if args.first_rows is None else args.first_rows
+    rows = first + (args.batches - 1) * args.rows
     print(
         f"Spark {args.master}; {args.fold}{' read through filter(even)' if args.even_only else ''}: {args.batches} batches x {args.rows:,} puts over {args.keys:,} keys, "
-        f"{args.gets:,} gets a batch"
+        f"{args.gets:,} gets a batch{f' (the first batch: {first:,} puts)' if args.first_rows is not None else ''}"
     )
     paths = [p for p in PATHS if p in args.paths.split(",")]
     run(spark, base, paths[0], args.fold, args.even_only)  # warm-up (JVM, Python workers)
