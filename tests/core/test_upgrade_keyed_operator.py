@@ -37,12 +37,17 @@ def _checkpoint(d: Path, executors: bool, legacy: bool = False) -> Path:
         if legacy:
             q.pop("keyed_operator", None)
     write_record(str(d), record)
+    committed(d, plan)
+    return d
+
+
+def committed(d: Path, plan: Plan, batches: int = 2) -> None:
+    """Spark's commit markers of `batches` batches for each query of `plan` under `d`."""
     for st in plan.stages:
         commits = d / st.name / "spark" / "commits"
         commits.mkdir(parents=True)
-        for b in range(2):
+        for b in range(batches):
             (commits / str(b)).write_text("v1\n{}\n")
-    return d
 
 
 def test_the_record_names_the_operator_of_executor_state_only(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.stages import Plan, plan_flow
 from hydrolite.planner.spark.upgrade import reconcile, write_record
+from tests.core.test_upgrade_keyed_operator import committed
 from tests.spark.test_keyed_channel import ND, P
 
 
@@ -54,11 +55,7 @@ def _checkpoint(d: Path, keyed_state: str, before_the_field: bool = False) -> Pa
         if before_the_field:
             q.pop("tables", None)
     write_record(str(d), record)
-    for st in plan.stages:
-        commits = d / st.name / "spark" / "commits"
-        commits.mkdir(parents=True)
-        for b in range(2):
-            (commits / str(b)).write_text("v1\n{}\n")
+    committed(d, plan)
     return d
 
 

@@ -466,29 +466,38 @@ class _Finder:
         blocked = self._blocker()
         if blocked is not None:
             return blocked
-        readers = self._lookups_of(node)
-        if isinstance(readers, str):
-            return readers
-        lookups = self._requests(readers, slot)
+        found = self._readers(node, may_publish=False)
+        if isinstance(found, str):
+            return found
+        if not found[0]:
+            return "nothing in the query reads it per key"
+        lookups = self._requests(found[0], slot)
         if isinstance(lookups, str):
             return lookups
         self.tags += 1
         return ExecutorState(node, Chain(self.tags - 1, node, ()), slot, table=channel), lookups
 
-    def _lookups_of(self, node: n.Node) -> list[n.KeyedLookup] | str:
-        """The lookups reading `node` (directly or through snapshots), or who reads it whole."""
+    def _readers(self, node: n.Node, may_publish: bool) -> tuple[list[n.KeyedLookup], bool] | str:
+        """The lookups reading `node` (directly or through snapshots) and, with `may_publish`,
+        whether another query reads it as the keys each batch updated (channel_versions.py);
+        or who reads it whole."""
         readers: list[n.KeyedLookup] = []
+        published = False
         todo: list[n.Node] = [node]
         while todo:
             x = todo.pop()
             for u in self.users.get(id(x), []):
                 if isinstance(u, n.Snapshot):
                     todo.append(u)
+                elif may_publish and x is node and (found := published_by(node, u, self.users)) is not None:
+                    if isinstance(found, str):  # (a channel out is its own user: `_Finder`)
+                        return found
+                    published = published or bool(found)
                 elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
                     readers.append(u)
                 else:
                     return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
-        return readers or "nothing in the query reads it per key"
+        return readers, published
 
     def _requests(self, readers: list[n.KeyedLookup], slot: int) -> list[ExecutorLookup] | str:
         lookups: list[ExecutorLookup] = []
@@ -507,22 +516,10 @@ class _Finder:
         blocked = self._blocker()
         if blocked is not None:
             return blocked
-        readers: list[n.KeyedLookup] = []
-        published = False  # read by another query, as the keys each batch updated (channel_versions.py)
-        todo: list[n.Node] = [node]
-        while todo:
-            x = todo.pop()
-            for u in self.users.get(id(x), []):
-                if isinstance(u, n.Snapshot):
-                    todo.append(u)
-                elif x is node and (found := published_by(node, u, self.users)) is not None:
-                    if isinstance(found, str):  # (a channel out is its own user: `_Finder`)
-                        return found
-                    published = published or bool(found)
-                elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
-                    readers.append(u)
-                else:
-                    return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
+        found = self._readers(node, may_publish=True)
+        if isinstance(found, str):
+            return found
+        readers, published = found
         if not readers and not published:
             return "nothing in the query reads it per key"
         chain = self.chain(node.children[0])
