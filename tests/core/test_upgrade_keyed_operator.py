@@ -29,13 +29,17 @@ def _plan(executors: bool) -> Plan:
 def _checkpoint(d: Path, executors: bool, legacy: bool = False) -> Path:
     """A checkpoint as a run leaves it after 2 committed batches; `legacy`: its record as the
     hydrolite before the Row-based operator wrote it (no `keyed_operator`)."""
-    plan = _plan(executors)
+    return checkpoint_of(d, _plan(executors), "keyed_operator" if legacy else None)
+
+
+def checkpoint_of(d: Path, plan: Plan, without: str | None = None) -> Path:
+    """`plan`'s record written under `d` (a query field `without` left out, as an earlier
+    hydrolite wrote it), and its queries' commit markers of 2 batches."""
     recon = reconcile(plan, str(d))
     recon.apply()
     record = recon.record()
     for q in record["queries"].values():
-        if legacy:
-            q.pop("keyed_operator", None)
+        q.pop(without or "", None)
     write_record(str(d), record)
     committed(d, plan)
     return d

@@ -18,8 +18,8 @@ import hydrolite as hl
 from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.stages import Plan, plan_flow
-from hydrolite.planner.spark.upgrade import reconcile, write_record
-from tests.core.test_upgrade_keyed_operator import committed
+from hydrolite.planner.spark.upgrade import reconcile
+from tests.core.test_upgrade_keyed_operator import checkpoint_of
 from tests.spark.test_keyed_channel import ND, P
 
 
@@ -47,16 +47,7 @@ def _plan(keyed_state: str) -> Plan:
 def _checkpoint(d: Path, keyed_state: str, before_the_field: bool = False) -> Path:
     """A checkpoint as a run leaves it after 2 committed batches; `before_the_field`: its
     record as hydrolite wrote it before tables were recorded (every version as Parquet)."""
-    plan = _plan(keyed_state)
-    recon = reconcile(plan, str(d))
-    recon.apply()
-    record = recon.record()
-    for q in record["queries"].values():
-        if before_the_field:
-            q.pop("tables", None)
-    write_record(str(d), record)
-    committed(d, plan)
-    return d
+    return checkpoint_of(d, _plan(keyed_state), "tables" if before_the_field else None)
 
 
 def test_the_record_says_where_each_table_lives(tmp_path: Path) -> None:

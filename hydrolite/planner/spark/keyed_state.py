@@ -460,8 +460,11 @@ class ExecutorRegion:
         self.tables: dict[int, tuple[int, HType, HType]] = {}
         for st in region.states:
             vt, kt = self._chain(st.chain, key_of[st.slot], FOLD)
-            table = _AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
-            self.aggs[key_of[st.slot]] = _agg(st.node, stage, st.publish) if st.table is None else table
+            self.aggs[key_of[st.slot]] = (
+                _agg(st.node, stage, st.publish)
+                if st.table is None
+                else _AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
+            )
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
