@@ -139,11 +139,14 @@ def test_native_aggregation_answers_like_the_simulator_and_the_driver(
     assert got == _expected(f, BATCHES)
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
-    driver, on_driver = _run(spark, _program(agg), tmp_path / "driver", keyed_state="driver")
-    assert on_driver == got
-    # one job (the file sink's write) reads a native batch: it is not cached; the driver's
-    # fold collects the batch first, so there it is
-    assert runner.stages[0].one_job == (name != "fold_commutative any") and not driver.stages[0].one_job
+    # one job (the file sink's write) reads a native batch: it is not cached
+    assert runner.stages[0].one_job == (name != "fold_commutative any")
+    if name in ("count", "fold_commutative any"):  # the driver's fold of a native and a Python state
+        # (the others answer `_expected` on the native path already: a driver run of them costs
+        # a query and checks what the differential tests check of the driver store)
+        driver, on_driver = _run(spark, _program(agg), tmp_path / "driver", keyed_state="driver")
+        assert on_driver == got
+        assert not driver.stages[0].one_job  # the driver's fold collects the batch first: cached
 
 
 def test_requests_straight_from_the_stream_or_filtered_take_the_native_path(
