@@ -84,3 +84,19 @@ def test_a_table_kept_per_key_is_not_resumed_as_parquet(tmp_path: Path) -> None:
     assert recon.refused, text
     assert "lives per key in Spark's state store in this checkpoint, and this run would keep it as Parquet" in text
     assert "fix: resume with --keyed-state executors, or start a new --checkpoint" in text
+
+
+def test_auto_keeps_the_table_as_parquet_and_says_why(tmp_path: Path) -> None:
+    """`auto` on a cluster master puts the reader's own fold on the executors but keeps the
+    table's version as Parquet: that measured faster (README); the plan gives the reason, the
+    record says parquet, and a checkpoint that kept it per key is not resumed under `auto`."""
+    reader = _plan("auto").stages[1]
+    assert reader.placement is not None and reader.placement.region is not None
+    assert [s.table is not None for s in reader.placement.region.states] == [False]
+    (table,) = [p for p in reader.placement.placements if p.table is not None]
+    assert not table.executors and "keyed_state='auto': the Parquet copy measured faster" in table.why, table.why
+    assert "--keyed-state executors keeps it per key" in table.why
+    auto = json.loads((_checkpoint(tmp_path / "auto", "auto") / "plan.json").read_text())
+    assert [list(q.get("tables", {}).values()) for q in auto["queries"].values()] == [[], ["parquet"]]
+    recon = reconcile(_plan("auto"), str(_checkpoint(tmp_path / "ex", "executors")))
+    assert recon.refused and "fix: resume with --keyed-state executors" in recon.render(), recon.render()

@@ -221,6 +221,12 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
             f"keyed_state='auto' on the local master {master!r}: there the history path ran a join 10.4x faster than "
             "Spark's per-key join state (benchmarks/bench_history_join.py; --keyed-state executors keeps it per key)"
         )
+    tables_why = None
+    if keyed_state == "auto":  # chosen by measurement, as the joins' home above
+        tables_why = (
+            "keyed_state='auto': the Parquet copy measured faster than a table per key in Spark's state store, at 1M "
+            "and at 10M keys (benchmarks/bench_keyed_channel.py; --keyed-state executors keeps it per key)"
+        )
     from .channel_versions import settle_channels  # (it reads stages: imported here, not at the top)
 
     deltas: set[str] = set()
@@ -236,6 +242,7 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
                 native=resolve_native(keyed_state),
                 joins_why=joins_why,
                 tables=deltas,
+                tables_why=tables_why,
             )
         settle_channels(plan)  # (a reader's tables never change how its own channels cross)
         deltas = {ch.name for ch in plan.channels if ch.deltas}
@@ -251,6 +258,7 @@ def place(
     native: bool | None = None,
     joins_why: str | None = None,
     tables: Collection[str] = (),
+    tables_why: str | None = None,
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
@@ -262,7 +270,9 @@ def place(
     driver cannot hold at all: they are kept per key on the executors. Without `joins` (`auto` on
     a local master, where it measured faster: `joins_why` says so; `driver`), and for a join
     whose sides are not chains, their sides' history is Parquet the executors write
-    (`history.py`).
+    (`history.py`). A keyed table read from another query as deltas (a channel in `tables`)
+    is kept per key on the executors when only lookups read it; with `tables_why` (`auto`,
+    where the Parquet copy measured faster) it is kept as Parquet, for that reason.
     """
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
@@ -326,7 +336,7 @@ def place(
         if ch.name not in tables:
             placements.append(Placement(ch.node, False, _WHOLE, rows=True, table=ch.name))
             continue
-        found = finder.table_of(ch.node, ch.name, len(states)) if executors else why_driver
+        found = tables_why or (finder.table_of(ch.node, ch.name, len(states)) if executors else why_driver)
         if isinstance(found, str):
             placements.append(Placement(ch.node, False, f"{_DELTAS_KEPT} ({found})", rows=True, table=ch.name))
             continue
