@@ -7,8 +7,9 @@ from the input's columns and keeps the state in its state store. A keyed fold, a
 `unique()`, `keys()` and a keyed `enumerate()` over such chains (from a tuple source and from
 a NamedTuple source, through `entries()` / `values()` too) must answer what Python computes,
 what the simulator answers for the same batches and (on a first batch) what the driver store
-answers, across a crash inside a batch and a restart (neither losing nor repeating anything); and a map that is anything more than a
-projection keeps the other paths, with the reason in the plan.
+answers, across a crash inside a batch and a restart (neither losing nor repeating
+anything); and a map that is anything more than a projection keeps the other paths, with
+the reason in the plan.
 """
 
 from __future__ import annotations

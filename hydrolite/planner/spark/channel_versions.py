@@ -31,11 +31,12 @@ of two forms, decided once the states are placed (`settle_channels`, `Channel.de
   O(table) work on the executors.
 * **Reader, per key** (`--keyed-state executors` only: under `auto` the Parquet table
   measured faster, at 1M and 10M keys). Deltas read only by lookups whose requests are
-  element-wise chains of the reader's inputs, with its state on the executors, skip that table: the entries join
-  the reader's executor region as puts (`placement._Finder.table_of`; `keyed_state`'s
-  `table` state: the newest entry per key is its value, a tombstone clears it), and the
-  lookups read the key's state there, so a batch costs its entries and its lookups, not the
-  table (`hydrolite plan` says which form each reader keeps).
+  element-wise chains of the reader's inputs, with its state on the executors, skip that
+  table: the entries join the reader's executor region as puts
+  (`placement._Finder.table_of`; `keyed_state`'s `table` state: the newest entry per key is
+  its value, a tombstone clears it), and the lookups read the key's state there, so a batch
+  costs its entries and its lookups, not the table (`hydrolite plan` says which form each
+  reader keeps).
 * **Before a first version.** A keyed aggregation of an unbounded keyed stream (count,
   fold, reduce, first, last; a map or filter of one) is the empty table from the start, in
   the model too (`ir.roles.starts_empty`); any other keyed singleton has no version yet, and the reading tick waits
