@@ -189,3 +189,40 @@ def test_a_failed_upload_leaves_the_old_file(root: tuple[str, Path], tmp_path: P
     with pytest.raises(FileNotFoundError):
         ckfs.upload_atomic(str(tmp_path / "missing-source"), path)
     assert ckfs.read_bytes(path) == b"old" and ckfs.list_names(ckfs.join(ck, "d")) == ["db.sqlite"]
+
+
+# ------------------------------------------------------------------ the checkpoint file manager of a query
+
+
+def test_a_query_on_the_local_disk_logs_through_the_file_system_manager(tmp_path: Path, spark: SparkSession) -> None:
+    """Spark's own offset and commit logs: the FileSystem-based manager on the local disk (its
+    rename is the OS's atomic one), Spark's default elsewhere or where the user chose one."""
+    from examples import counter
+    from hydrolite.planner.spark.harness import SparkHarness
+
+    fast = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    assert ckfs.query_manager(spark, str(tmp_path)) == fast
+    assert ckfs.query_manager(spark, tmp_path.as_uri()) == fast
+    assert ckfs.query_manager(spark, viewfs_mount(spark, tmp_path)) is None
+    spark.conf.set(ckfs.MANAGER_CONF, fast)  # the user's own choice is kept as it is
+    try:
+        assert ckfs.query_manager(spark, str(tmp_path)) is None
+    finally:
+        spark.conf.unset(ckfs.MANAGER_CONF)
+
+    def used(checkpoint: str) -> str:
+        h = SparkHarness(counter.build, spark, str(tmp_path / uuid.uuid4().hex), checkpoint=checkpoint)
+        h.sender("increment").send(("a", None))
+        h.step()
+        try:
+            (stage,) = h.runner.stages
+            assert stage.query is not None
+            log = stage.query._jsq.streamingQuery().offsetLog()  # Spark's offset log, as the query writes it
+            return str(log.fileManager().getClass().getName())
+        finally:
+            h.runner.stop()
+
+    assert used(str(tmp_path / "local-ck")) == fast
+    (tmp_path / "vfs").mkdir()
+    assert used(viewfs_mount(spark, tmp_path / "vfs")).endswith(".FileContextBasedCheckpointFileManager")
+    assert spark.conf.get(ckfs.MANAGER_CONF, None) is None  # the session's own conf is left as it was

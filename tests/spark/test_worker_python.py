@@ -37,6 +37,23 @@ def test_workers_run_this_interpreter_and_the_compiled_pyspark(spark: SparkSessi
     assert os.path.dirname(module) == os.path.dirname(pyspark.__file__ or "")
 
 
+def _transport() -> str:
+    import os
+
+    return os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "false").lower()
+
+
+def test_workers_talk_to_the_jvm_over_a_unix_domain_socket(spark: SparkSession) -> None:
+    """`spark_session` turns Spark's Unix domain socket on: each run of a Python function
+    (once per partition of a tick's batch) costs fewer round trip delays than over TCP
+    (benchmarks/bench_batch_overhead.py)."""
+    from pyspark.cloudpickle import register_pickle_by_value
+
+    register_pickle_by_value(sys.modules[__name__])
+    assert spark.conf.get("spark.python.unix.domain.socket.enabled") == "true"
+    assert spark.sparkContext.parallelize([0, 1], 2).map(lambda _: _transport()).collect() == ["true", "true"]
+
+
 def test_a_feeds_reader_process_does_not_import_hydrolite(spark: SparkSession, tmp_path: Path) -> None:
     """Spark starts a Python process per feed at every query start; the session pickles the
     feed's data source by value, so that process rebuilds it without importing hydrolite."""

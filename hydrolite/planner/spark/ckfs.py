@@ -225,20 +225,45 @@ class _Hadoop:
             self.manager.mkdirs(p)
 
 
-def _manager_class(jvm: Any) -> Any:
-    """Spark's `CheckpointFileManager` (its package moved in Spark 4.1)."""
+def _manager_class(jvm: Any, simple: str = "CheckpointFileManager") -> Any:
+    """Spark's `CheckpointFileManager`, or another class of its package (moved in Spark 4.1)."""
     from py4j.java_gateway import JavaClass
 
-    for name in (
-        "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager",
-        "org.apache.spark.sql.execution.streaming.CheckpointFileManager",
+    for package in (
+        "org.apache.spark.sql.execution.streaming.checkpointing",
+        "org.apache.spark.sql.execution.streaming",
     ):
         found = jvm
-        for part in name.split("."):
+        for part in f"{package}.{simple}".split("."):
             found = getattr(found, part)  # Py4J answers a JavaPackage for a class that is not there
         if isinstance(found, JavaClass):
             return found
-    raise RuntimeError("hydrolite: this Spark has no CheckpointFileManager; a Hadoop URI checkpoint needs Spark 4")
+    raise RuntimeError(f"hydrolite: this Spark has no {simple}; a Hadoop URI checkpoint needs Spark 4")
+
+
+MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
+
+
+def query_manager(spark: Any, path: str) -> str | None:
+    """The checkpoint file manager a query checkpointing under `path` starts with, or None
+    for Spark's default.
+
+    Spark's default manager goes through Hadoop's `FileContext`, whose rename with overwrite
+    is atomic on HDFS. On the local disk it spends ~55 ms on each of the two log files a
+    micro-batch writes (offsets, commits), while the `FileSystem`-based manager, whose rename
+    is the OS's atomic `rename(2)` there, takes ~15 ms (a query over Spark's rate source with
+    an empty `foreachBatch`, 2 cores: 153 vs 69 ms a batch; the counter example's tick: 790
+    vs 690 ms). So a checkpoint that Spark resolves to the local file system uses it; any
+    other file system, or a manager the user configured, keeps Spark's choice.
+    """
+    if not is_local(path) or spark.conf.get(MANAGER_CONF, None) is not None:
+        return None
+    sc: Any = spark.sparkContext
+    jvm = sc._jvm
+    fs = jvm.org.apache.hadoop.fs.Path(path).getFileSystem(sc._jsc.hadoopConfiguration())
+    if str(fs.getUri().getScheme()) != "file":  # a plain path on a cluster whose default file system is HDFS
+        return None
+    return str(_manager_class(jvm, "FileSystemBasedCheckpointFileManager")._fqn)
 
 
 def _hadoop(path: str) -> _Hadoop:

@@ -241,11 +241,16 @@ class StageRunner(StageOutputs, HeldBatches):
         w = self.streaming_df().writeStream.queryName(name).foreachBatch(self.foreach_batch)
         if self.native is not None:  # an aggregation without a watermark runs in update mode only
             w = w.outputMode(OUTPUT_MODE)
-        w = w.option("checkpointLocation", ckfs.join(self.dir, "spark"))
+        location = ckfs.join(self.dir, "spark")
+        w = w.option("checkpointLocation", location)
         if once:
             w = w.trigger(availableNow=True)
         stateful = self.native is not None or self.region is not None
-        with query_conf(self.runner.spark, STATE_STORE, ROCKSDB if stateful else None):
+        spark = self.runner.spark
+        with (
+            query_conf(spark, STATE_STORE, ROCKSDB if stateful else None),
+            query_conf(spark, ckfs.MANAGER_CONF, ckfs.query_manager(spark, location)),  # local disk: faster logs
+        ):
             self.query = w.start()
 
     def run_batch_job(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +26,13 @@ DEFAULT_CONF: dict[str, str] = {
     # a tick body builds hundreds per batch, and hydrolite reports errors at the user's line itself
     "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
+if hasattr(socket, "AF_UNIX"):
+    # The JVM talks to its Python workers over a Unix domain socket instead of TCP on
+    # localhost (Spark 4.1+; ignored before): every Python function of a tick runs once per
+    # partition, and each run's round trips cost ~50 ms over TCP, ~20 ms over the Unix socket
+    # (30 one-row partitions through `mapInArrow`, 2 cores: 1,070 vs 810 ms; serially, after a
+    # `coalesce(1)`, 1,520 vs 590 ms). Not on Windows, whose Python has no AF_UNIX.
+    DEFAULT_CONF["spark.python.unix.domain.socket.enabled"] = "true"
 
 
 def quiet_python_warnings() -> None:
