@@ -249,12 +249,12 @@ def query_manager(spark: Any, path: str) -> str | None:
     for Spark's default.
 
     Spark's default manager goes through Hadoop's `FileContext`, whose rename with overwrite
-    is atomic on HDFS. On the local disk it spends ~55 ms on each of the two log files a
+    is atomic on HDFS. On the local disk it spends ~50 ms on each of the two log files a
     micro-batch writes (offsets, commits), while the `FileSystem`-based manager, whose rename
-    is the OS's atomic `rename(2)` there, takes ~15 ms (a query over Spark's rate source with
-    an empty `foreachBatch`, 2 cores: 153 vs 69 ms a batch; the counter example's tick: 790
-    vs 690 ms). So a checkpoint that Spark resolves to the local file system uses it; any
-    other file system, or a manager the user configured, keeps Spark's choice.
+    is the OS's atomic `rename(2)` there, takes ~15 ms (benchmarks/bench_batch_overhead.py:
+    134 vs 34 ms for both files of a batch). So a checkpoint that Spark resolves to the local
+    file system uses it; any other file system, or a manager the user configured, keeps
+    Spark's choice.
     """
     if not is_local(path) or spark.conf.get(MANAGER_CONF, None) is not None:
         return None
