@@ -226,3 +226,34 @@ def test_a_query_on_the_local_disk_logs_through_the_file_system_manager(tmp_path
     (tmp_path / "vfs").mkdir()
     assert used(viewfs_mount(spark, tmp_path / "vfs")).endswith(".FileContextBasedCheckpointFileManager")
     assert spark.conf.get(ckfs.MANAGER_CONF, None) is None  # the session's own conf is left as it was
+
+
+def test_a_checkpoint_continues_across_a_change_of_manager(tmp_path: Path, spark: SparkSession) -> None:
+    """A checkpoint written by Spark's default manager (every earlier hydrolite) resumes under
+    the FileSystem-based one and back again: logs, keyed state on the executors, answers."""
+    from examples import kvstore
+    from hydrolite.planner.spark.harness import SparkHarness
+
+    default = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+    got = []
+    for run, manager in enumerate([default, None, default]):
+        if manager is not None:
+            spark.conf.set(ckfs.MANAGER_CONF, manager)
+        try:
+            h = SparkHarness(kvstore.build, spark, str(tmp_path / "in"), checkpoint=str(tmp_path / "ck"))
+            h.sender("put").send(("c", f"k{run}", run))
+            h.step()
+            h.sender("get").send_many([("c", f"k{k}") for k in range(run + 2)])  # the earlier runs' keys too
+            h.step()
+            (stage,) = h.runner.stages
+            assert stage.query is not None
+            used = stage.query._jsq.streamingQuery().offsetLog().fileManager().getClass().getName()
+            assert str(used).endswith(
+                "FileContextBasedCheckpointFileManager" if manager else "FileSystemBasedCheckpointFileManager"
+            )
+            got += h.receiver("get_response").collect()
+            h.runner.stop()
+        finally:
+            spark.conf.unset(ckfs.MANAGER_CONF)
+    # each run reads every earlier run's value (the state came through), and no element twice
+    assert got == [("c", f"k{k}", k if k <= run else None) for run in range(3) for k in range(run + 2)]
