@@ -39,21 +39,28 @@ SPARK_DEFAULTS = {"spark.python.unix.domain.socket.enabled": "false"}
 
 
 def _session(hydrolite: bool) -> Any:
+    """A SparkSession with hydrolite's settings, or with Spark's defaults back for both: the
+    socket off, and Spark's default manager named as the user's own choice, which
+    `ckfs.query_manager` keeps."""
+    from hydrolite.planner.spark import ckfs
     from hydrolite.planner.spark.session import spark_session
 
-    return spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", **({} if hydrolite else SPARK_DEFAULTS)})
+    spark = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", **({} if hydrolite else SPARK_DEFAULTS)})
+    if not hydrolite:
+        jvm = spark.sparkContext._jvm
+        spark.conf.set(ckfs.MANAGER_CONF, ckfs.checkpointing_class(jvm, "FileContextBasedCheckpointFileManager"))
+    return spark
 
 
 def manager(hydrolite: bool, seconds: float) -> dict[str, float]:
     from hydrolite.planner.spark import ckfs
     from hydrolite.planner.spark.session import query_conf
 
-    spark = _session(True)
+    spark = _session(hydrolite)
     location = os.path.join(tempfile.mkdtemp(prefix="hl-bench-overhead-"), "ck")
     df = spark.readStream.format("rate").option("rowsPerSecond", 10).load()
     w = df.writeStream.foreachBatch(lambda b, i: None).option("checkpointLocation", location)
-    chosen = ckfs.query_manager(spark, location) if hydrolite else None
-    with query_conf(spark, ckfs.MANAGER_CONF, chosen):
+    with query_conf(spark, ckfs.MANAGER_CONF, ckfs.query_manager(spark, location)):  # as StageRunner.start
         q = w.trigger(processingTime="200 milliseconds").start()
     time.sleep(seconds)
     q.stop()
@@ -87,11 +94,8 @@ def python_runs(hydrolite: bool, partitions: int, rounds: int) -> dict[str, floa
 
 def counter(hydrolite: bool, ticks: int) -> dict[str, float]:
     from examples import counter as program
-    from hydrolite.planner.spark import ckfs
     from hydrolite.planner.spark.harness import SparkHarness
 
-    if not hydrolite:
-        ckfs.query_manager = lambda spark, path: None  # type: ignore[assignment]  # Spark's default manager
     h = SparkHarness(program.build, _session(hydrolite))
     took = []
     for i in range(ticks + 3):

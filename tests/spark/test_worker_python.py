@@ -38,8 +38,6 @@ def test_workers_run_this_interpreter_and_the_compiled_pyspark(spark: SparkSessi
 
 
 def _transport() -> str:
-    import os
-
     return os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "false").lower()
 
 

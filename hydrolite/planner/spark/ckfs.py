@@ -225,8 +225,17 @@ class _Hadoop:
             self.manager.mkdirs(p)
 
 
-def _manager_class(jvm: Any, simple: str = "CheckpointFileManager") -> Any:
-    """Spark's `CheckpointFileManager`, or another class of its package (moved in Spark 4.1)."""
+def _manager_class(jvm: Any) -> Any:
+    """Spark's `CheckpointFileManager`."""
+    found = jvm
+    for part in checkpointing_class(jvm, "CheckpointFileManager").split("."):
+        found = getattr(found, part)
+    return found
+
+
+def checkpointing_class(jvm: Any, simple: str) -> str:
+    """The full name of a class of Spark's checkpoint file managers (its package moved in
+    Spark 4.1), e.g. `FileContextBasedCheckpointFileManager`."""
     from py4j.java_gateway import JavaClass
 
     for package in (
@@ -237,7 +246,7 @@ def _manager_class(jvm: Any, simple: str = "CheckpointFileManager") -> Any:
         for part in f"{package}.{simple}".split("."):
             found = getattr(found, part)  # Py4J answers a JavaPackage for a class that is not there
         if isinstance(found, JavaClass):
-            return found
+            return f"{package}.{simple}"
     raise RuntimeError(f"hydrolite: this Spark has no {simple}; a Hadoop URI checkpoint needs Spark 4")
 
 
@@ -263,7 +272,7 @@ def query_manager(spark: Any, path: str) -> str | None:
     fs = jvm.org.apache.hadoop.fs.Path(path).getFileSystem(sc._jsc.hadoopConfiguration())
     if str(fs.getUri().getScheme()) != "file":  # a plain path on a cluster whose default file system is HDFS
         return None
-    return str(_manager_class(jvm, "FileSystemBasedCheckpointFileManager")._fqn)
+    return checkpointing_class(jvm, "FileSystemBasedCheckpointFileManager")
 
 
 def _hadoop(path: str) -> _Hadoop:

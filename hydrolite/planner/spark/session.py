@@ -29,9 +29,9 @@ DEFAULT_CONF: dict[str, str] = {
 if hasattr(socket, "AF_UNIX"):
     # The JVM talks to its Python workers over a Unix domain socket instead of TCP on
     # localhost (Spark 4.1+; ignored before): every Python function of a tick runs once per
-    # partition, and each run's round trips cost ~50 ms over TCP, ~20 ms over the Unix socket
-    # (30 one-row partitions through `mapInArrow`, 2 cores: 1,070 vs 810 ms; serially, after a
-    # `coalesce(1)`, 1,520 vs 590 ms; benchmarks/bench_batch_overhead.py). Not on Windows (no AF_UNIX).
+    # partition, and each run pays a few round trips (30 one-row partitions through
+    # `mapInArrow`, one after another: ~1,600 ms over TCP, 725-815 ms over the socket;
+    # benchmarks/bench_batch_overhead.py). Not on Windows (no AF_UNIX).
     DEFAULT_CONF["spark.python.unix.domain.socket.enabled"] = "true"
 
 
