@@ -4,6 +4,7 @@ its stream's order, and the batch runs one job for all of them instead of one ea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.port_api import collect_many, collect_values
+from hydrolite.planner.spark.pyfn import map_in_arrow
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim, TupleT
-from hydrolite.planner.spark.values import frame_of
+from hydrolite.planner.spark.values import SFrame, frame_of
 
 pytestmark = pytest.mark.spark
 
@@ -39,6 +41,51 @@ def test_frames_of_different_types_come_back_as_each_alone(spark: SparkSession) 
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert _jobs(spark, "hl-collect-many") <= 1  # local relations may need no job at all
+
+
+def _tasks(spark: SparkSession, group: str) -> list[int]:
+    """The number of tasks of each stage the group's jobs ran."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [info for j in tracker.getJobIdsForGroup(group) if (info := tracker.getJobInfo(j)) is not None]
+    stages = [tracker.getStageInfo(s) for info in jobs for s in info.stageIds]
+    return [info.numTasks for info in stages if info is not None]
+
+
+def test_a_collect_of_many_partitions_runs_one_task_per_core_in_the_streams_order(spark: SparkSession) -> None:
+    """Twelve partitions, one row each, positions from `monotonically_increasing_id` taken on
+    them and a Python function on each: read by at most one task per core (not twelve), every
+    value in its position's order."""
+    from pyspark.sql import functions as F
+
+    def _negate(batches: Any) -> Any:  # a Python function on every partition
+        import pyarrow.compute as pc
+
+        for rb in batches:
+            yield rb.set_column(
+                rb.schema.get_field_index("v"), "v", pc.negate(rb.column(rb.schema.get_field_index("v")))
+            )
+
+    rows = spark.range(0, 12, numPartitions=12).select(
+        F.monotonically_increasing_id().alias("_o0"), (F.col("id") * 7 % 12).alias("v")
+    )
+    sf = SFrame(map_in_arrow(rows, _negate, rows.schema), Prim(int), None, ("_o0",))
+    tens = SFrame(rows.select("_o0", (F.col("v") * 10).alias("v")), Prim(int), None, ("_o0",))
+    want = [-(i * 7 % 12) for i in range(12)]
+    cores = spark.sparkContext.defaultParallelism
+    runs: list[tuple[str, Callable[[], list[list[Any]]]]] = [
+        ("hl-one-task-per-core", lambda: [collect_values(sf)]),
+        ("hl-many-per-core", lambda: collect_many([sf, tens])),
+    ]
+    for group, run in runs:
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            got = run()
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        assert got[0] == want
+        tasks = _tasks(spark, group)
+        assert tasks and max(tasks) <= cores, tasks
+    assert got[1] == [-10 * v for v in want]
 
 
 class Node:

@@ -309,7 +309,33 @@ class ValuesSink(OutputBinding):
 
 def collect_values(sf: SFrame) -> list[Any]:
     """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
-    return _values(sf, sf.select(*(sf.col(c).alias(c) for c in sf.cols())).collect())
+    return _values(sf, one_task_per_core(sf.select(*(sf.col(c).alias(c) for c in sf.cols()))).collect())
+
+
+def one_task_per_core(df: DataFrame) -> DataFrame:
+    """`df` read by at most one task per core of the application (`coalesce`, no shuffle), for
+    a job whose rows all go to the driver anyway.
+
+    A tick's batch is the union of its inputs' partitions (one per feed entry or file split,
+    and the executor region's shuffle partitions), so a collect of a few rows used to run a
+    task per partition, each costing tens of milliseconds of scheduling and, when a Python
+    function is on the way, a round trip to a Python worker. Grouping them runs the same
+    partitions one after another inside each task: no more tasks than Spark could run at
+    once, and nothing changes for the rows. Their order is kept by their order columns, which
+    the collect sorts by, and every position (`monotonically_increasing_id`) is computed below
+    this point, on the partitions it was defined on.
+
+    Rows the driver holds (a local relation: a singleton's value as a stream) are returned as
+    they are: Spark collects those without a job, and a coalesce on top would start one."""
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    if not isinstance(df, ClassicDataFrame):  # Spark Connect: no SparkContext to ask, Spark's partitions kept
+        return df
+    grouped = df.coalesce(max(int(df.sparkSession.sparkContext.defaultParallelism), 1))
+    plan: Any = grouped._jdf.queryExecution().optimizedPlan()  # computed once: the collect reuses it
+    if plan.getClass().getSimpleName() == "Repartition" and plan.child().getClass().getSimpleName() == "LocalRelation":
+        return df
+    return grouped
 
 
 def collect_many(frames: Sequence[SFrame]) -> list[list[Any]]:
@@ -329,7 +355,7 @@ def collect_many(frames: Sequence[SFrame]) -> list[list[Any]]:
         union = part if union is None else union.unionByName(part, allowMissingColumns=True)
     assert union is not None
     rows: list[list[Any]] = [[] for _ in frames]
-    for r in union.collect():
+    for r in one_task_per_core(union).collect():
         i = r["_sink"]
         rows[i].append(r[f"_s{i}"])
     return [_values(sf, got) for sf, got in zip(frames, rows)]
