@@ -54,10 +54,10 @@ from pyspark.sql.streaming.listener import (
     QueryProgressEvent,
     QueryStartedEvent,
     QueryTerminatedEvent,
-    StreamingQueryListener,
 )
 
 from .errors import HydroliteError
+from .planner.spark.listeners import JsonEventListener
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -136,7 +136,7 @@ class _SparkFigures:
     state_rows: dict[str, int] | None = None  # Spark state operator -> numRowsTotal (newest progress)
 
 
-class _Listener(StreamingQueryListener):
+class _Listener(JsonEventListener):
     """Feeds the event-driven metrics; one per `RunMetrics`, attached to the run's session."""
 
     def __init__(self, metrics: RunMetrics) -> None:

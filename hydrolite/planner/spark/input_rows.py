@@ -22,11 +22,12 @@ from pyspark.sql.streaming.listener import (
     QueryProgressEvent,
     QueryStartedEvent,
     QueryTerminatedEvent,
-    StreamingQueryListener,
 )
 
+from .listeners import JsonEventListener
 
-class InputRows(StreamingQueryListener):
+
+class InputRows(JsonEventListener):
     """Sums `numInputRows` per query name, and per source (by position in the query's union)."""
 
     def __init__(self) -> None:
