@@ -54,6 +54,7 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
+from .ckfs import java_class
 from .errors import SparkRunError
 from .remap import local_path
 
@@ -173,7 +174,7 @@ class _Fs:
 
     def _hadoop(self, path: str) -> tuple[Any, Any]:
         sc: Any = self.spark.sparkContext
-        jpath = sc._jvm.org.apache.hadoop.fs.Path(path)
+        jpath = java_class(sc._jvm, "org.apache.hadoop.fs.Path")(path)
         fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
         return fs, fs.makeQualified(jpath)
 
@@ -209,7 +210,7 @@ class _Fs:
         if urlsplit(uri).scheme not in ("", "file"):
             fs, q = self._hadoop(uri)
             sc: Any = self.spark.sparkContext
-            glob = sc._jvm.org.apache.hadoop.fs.GlobFilter("{_*,.*,*._COPYING_,*.tmp,*.inprogress}")
+            glob = java_class(sc._jvm, "org.apache.hadoop.fs.GlobFilter")("{_*,.*,*._COPYING_,*.tmp,*.inprogress}")
             found = [
                 (
                     str(s.getPath().getName()),

@@ -36,6 +36,8 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 
+from .ckfs import java_class
+
 
 class _JsonEvents:
     """The Py4J proxy the JVM calls (`PythonStreamingQueryListener`): one JSON string per event."""
@@ -76,5 +78,6 @@ class JsonEventListener(StreamingQueryListener):
         if "_jlistenerobj" not in vars(self):
             jvm: Any = SparkContext._jvm
             assert jvm is not None, "no SparkContext: create the SparkSession first"
-            self._jlistenerobj = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(self._events)
+            wrapper = java_class(jvm, "org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper")
+            self._jlistenerobj = wrapper(self._events)
         return self._jlistenerobj
