@@ -351,11 +351,14 @@ class ChannelOutput:
         order = [F.col(c) for c in sf.order]
         cols = [*(["k"] if sf.keyed else []), "v", *(["gone"] if gone else [])]
         df = sf.df.select(*cols, *sf.order)
-        # one file: after a shuffle (the sort's, else repartition's), never coalesce(1) straight
-        # over the batch's rows, which would compute every upstream partition in one task —
-        # serially, and, with two kinds of stateful operators upstream (a streaming aggregation,
-        # transformWithState), failing Spark's check that a task's state stores match
-        df = (df.orderBy(*order) if order else df.repartition(1)).coalesce(1).select(*cols)
+        # one file: after a shuffle into one partition, never coalesce(1) straight over the
+        # batch's rows, which would compute every upstream partition in one task — serially,
+        # and, with two kinds of stateful operators upstream (a streaming aggregation,
+        # transformWithState), failing Spark's check that a task's state stores match. The one
+        # partition is sorted in place: a global `orderBy` would first run a job sampling the
+        # rows for its range bounds, then sort in ranges that one task reads back anyway.
+        df = df.repartition(1)
+        df = (df.sortWithinPartitions(*order) if order else df).select(*cols)
         if mirror is not None:
             return mirror.write(batch_id, lambda: _nonempty_arrow(df))
         final = os.path.join(self.path, entry_name(batch_id, "parquet"))
