@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.feed import FeedWriter
-from hydrolite.planner.spark.port_api import collect_many, collect_values
+from hydrolite.planner.spark.port_api import batch_arrow, collect_many, collect_values
 from hydrolite.planner.spark.pyfn import map_in_arrow
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import Prim, TupleT
@@ -125,3 +125,21 @@ def test_a_batch_reads_all_its_value_sinks_with_one_job(spark: SparkSession, tmp
     for st in stages:  # one job a batch for all of its sinks (+ the first batch's emptiness check)
         assert st.query is not None
         assert _jobs(spark, str(st.query.runId)) <= len(st.query.recentProgress) + 1, st.stage.name
+
+
+def test_batch_arrow_is_in_the_streams_order_without_its_order_columns(spark: SparkSession) -> None:
+    """Delta Lake's sink (`batch_arrow`) and PostgreSQL's sort the batch on the driver: rows
+    spread over partitions in reverse order come back in the stream's order, in the external
+    layout only, and a keyed frame keeps its key column."""
+    from pyspark.sql import functions as F
+
+    rows = spark.range(0, 8, numPartitions=4).select(
+        (100 - F.col("id")).alias("_o0"), (F.col("id") * 3).alias("v"), (F.col("id") % 2).cast("string").alias("k")
+    )
+    table = batch_arrow(SFrame(rows.select("_o0", "v"), Prim(int), None, ("_o0",)))
+    assert table.column_names == ["value"] and table.column("value").to_pylist() == [21, 18, 15, 12, 9, 6, 3, 0]
+    keyed = batch_arrow(SFrame(rows, Prim(int), Prim(str), ("_o0",)))
+    assert keyed.column_names == ["key", "value"]
+    assert keyed.column("key").to_pylist() == ["1", "0"] * 4 and keyed.column("value").to_pylist()[0] == 21
+    unordered = batch_arrow(SFrame(rows.select("v"), Prim(int), None, ()))
+    assert sorted(unordered.column("value").to_pylist()) == [0, 3, 6, 9, 12, 15, 18, 21]

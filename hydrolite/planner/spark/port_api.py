@@ -371,10 +371,26 @@ def _values(sf: SFrame, rows: list[Any]) -> list[Any]:
     return [sf.vt.decode(r["v"]) for r in rows]
 
 
+def ordered_external(sf: SFrame) -> tuple[DataFrame, list[str]]:
+    """The batch in the external layout plus its order columns (renamed apart from the
+    layout's names, and listed), for a sink that sorts on the driver: it receives every row
+    anyway, and Spark's global `orderBy` would first run a job sampling the rows for its
+    range bounds, then shuffle them."""
+    cols = external_columns(sf)
+    taken = {name for name, _ in external_types(sf.vt, sf.kt)}
+    names = [f"__hl_order{i}" for i in range(len(sf.order))]
+    assert not taken & set(names), names
+    return one_task_per_core(sf.df.select(*cols, *(F.col(c).alias(n) for c, n in zip(sf.order, names)))), names
+
+
 def batch_arrow(sf: SFrame) -> Any:
-    """The batch as a `pyarrow.Table` in the external layout, rows in the stream's order."""
-    df = sf.df.orderBy(*[F.col(c) for c in sf.order]) if sf.order else sf.df
-    return df.select(*external_columns(sf)).toArrow()
+    """The batch as a `pyarrow.Table` in the external layout, rows in the stream's order
+    (sorted on the driver: `ordered_external`)."""
+    df, order = ordered_external(sf)
+    table = df.toArrow()
+    if not order:
+        return table
+    return table.sort_by([(c, "ascending") for c in order], null_placement="at_start").drop_columns(order)
 
 
 def arrow_schema(vt: HType, kt: HType | None) -> Any:

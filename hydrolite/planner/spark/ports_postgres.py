@@ -31,10 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import functions as F
-
 from .errors import SparkRunError
-from .port_api import OutputBinding, PortPlugin, PortSpec, PortSpecError, SinkCtx, external_columns, external_types
+from .port_api import OutputBinding, PortPlugin, PortSpec, PortSpecError, SinkCtx, external_types, ordered_external
 from .types import ListT, NoneT, OpaqueT, Prim, strip_optional
 from .values import SFrame
 
@@ -131,8 +129,11 @@ class PostgresOutput(OutputBinding):
         psycopg = _psycopg()
         columns = [name for name, _ in external_types(sf.vt, sf.kt)]
         keys = self._keys(ctx, sf, columns)
-        df = sf.df.orderBy(*[F.col(c) for c in sf.order]) if sf.order else sf.df
-        rows = [self._row(r, sf) for r in df.select(*external_columns(sf)).collect()]
+        df, order = ordered_external(sf)  # sorted here, on the driver: no sampling job, no shuffle
+        got = df.collect()
+        if order:
+            got.sort(key=lambda r: tuple(r[c] for c in order))
+        rows = [self._row(r, sf) for r in got]
         conn = self._connection()
         try:
             with conn.transaction(), conn.cursor() as cur:
