@@ -143,3 +143,19 @@ def test_batch_arrow_is_in_the_streams_order_without_its_order_columns(spark: Sp
     assert keyed.column("key").to_pylist() == ["1", "0"] * 4 and keyed.column("value").to_pylist()[0] == 21
     unordered = batch_arrow(SFrame(rows.select("v"), Prim(int), None, ()))
     assert sorted(unordered.column("value").to_pylist()) == [0, 3, 6, 9, 12, 15, 18, 21]
+
+
+def test_a_frame_without_order_columns_comes_back_in_the_order_of_its_partitions(spark: SparkSession) -> None:
+    """A stream read in no particular order has no order columns: its rows reach the driver in
+    the order of the batch's partitions (a file in file order). Grouping the partitions into
+    fewer tasks would regroup a cached batch's by location, so such a frame keeps them."""
+    from pyspark.sql import functions as F
+
+    cached = spark.range(0, 24, numPartitions=12).select((F.col("id") * 2).alias("v")).persist()
+    try:
+        assert cached.count() == 24  # the cache's blocks (and their locations) are there
+        bare = SFrame(cached, Prim(int), None, ())
+        assert collect_values(bare) == [2 * i for i in range(24)]
+        assert collect_many([bare, bare]) == [[2 * i for i in range(24)]] * 2
+    finally:
+        cached.unpersist()

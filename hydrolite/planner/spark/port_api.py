@@ -309,12 +309,13 @@ class ValuesSink(OutputBinding):
 
 def collect_values(sf: SFrame) -> list[Any]:
     """The batch's elements as Python values, in the stream's order ((k, v) pairs when keyed)."""
-    return _values(sf, one_task_per_core(sf.select(*(sf.col(c).alias(c) for c in sf.cols()))).collect())
+    return _values(sf, one_task_per_core(sf.select(*(sf.col(c).alias(c) for c in sf.cols())), bool(sf.order)).collect())
 
 
-def one_task_per_core(df: DataFrame) -> DataFrame:
+def one_task_per_core(df: DataFrame, ordered: bool) -> DataFrame:
     """`df` read by at most one task per core of the application (`coalesce`, no shuffle), for
-    a job whose rows all go to the driver anyway.
+    a job whose rows all go to the driver anyway; `ordered`: the driver sorts them there by
+    their order columns (else `df` is returned as it is).
 
     A tick's batch is the union of its inputs' partitions (one per feed entry or file split,
     and the executor region's shuffle partitions), so a collect of a few rows used to run a
@@ -325,11 +326,16 @@ def one_task_per_core(df: DataFrame) -> DataFrame:
     the collect sorts by, and every position (`monotonically_increasing_id`) is computed below
     this point, on the partitions it was defined on.
 
+    Rows without order columns (an input read in no particular order) arrive in the order of
+    Spark's partitions, which a collect concatenates by index: a file comes back in file order.
+    Spark's coalescer groups partitions by preferred location, not by index, so such a frame
+    keeps its partitions.
+
     Rows the driver holds (a local relation: a singleton's value as a stream) are returned as
     they are: Spark collects those without a job, and a coalesce on top would start one."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-    if not isinstance(df, ClassicDataFrame):  # Spark Connect: no SparkContext to ask, Spark's partitions kept
+    if not ordered or not isinstance(df, ClassicDataFrame):  # (Spark Connect: no SparkContext to ask)
         return df
     grouped = df.coalesce(max(int(df.sparkSession.sparkContext.defaultParallelism), 1))
     plan: Any = grouped._jdf.queryExecution().optimizedPlan()  # computed once: the collect reuses it
@@ -355,7 +361,7 @@ def collect_many(frames: Sequence[SFrame]) -> list[list[Any]]:
         union = part if union is None else union.unionByName(part, allowMissingColumns=True)
     assert union is not None
     rows: list[list[Any]] = [[] for _ in frames]
-    for r in one_task_per_core(union).collect():
+    for r in one_task_per_core(union, all(sf.order for sf in frames)).collect():
         i = r["_sink"]
         rows[i].append(r[f"_s{i}"])
     return [_values(sf, got) for sf, got in zip(frames, rows)]
@@ -380,7 +386,9 @@ def ordered_external(sf: SFrame) -> tuple[DataFrame, list[str]]:
     taken = {name for name, _ in external_types(sf.vt, sf.kt)}
     names = [f"__hl_order{i}" for i in range(len(sf.order))]
     assert not taken & set(names), names
-    return one_task_per_core(sf.df.select(*cols, *(F.col(c).alias(n) for c, n in zip(sf.order, names)))), names
+    return one_task_per_core(
+        sf.df.select(*cols, *(F.col(c).alias(n) for c, n in zip(sf.order, names))), bool(names)
+    ), names
 
 
 def batch_arrow(sf: SFrame) -> Any:
