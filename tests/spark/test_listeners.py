@@ -46,11 +46,11 @@ class _Record:
 
 
 class Ours(_Record, JsonEventListener):
-    pass
+    """Events as JSON (`listeners.py`)."""
 
 
 class PySparks(_Record, StreamingQueryListener):
-    pass
+    """Events through PySpark's own object walk."""
 
 
 @pytest.fixture

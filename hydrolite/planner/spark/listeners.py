@@ -16,9 +16,10 @@ as the event's own JSON (`event.json()` in the JVM, one Py4J call) read by the s
 PySpark never reads `_jlistener`: events arrive there as JSON already.
 
     >>> class Rows(JsonEventListener):  # then: spark.streams.addListener(Rows())
-    ...     def onQueryStarted(self, event): pass
-    ...     def onQueryProgress(self, event): print(event.progress.numInputRows)
-    ...     def onQueryTerminated(self, event): pass
+    ...     rows = 0
+    ...     def onQueryStarted(self, event): print("started", event.name)
+    ...     def onQueryProgress(self, event): self.rows += event.progress.numInputRows
+    ...     def onQueryTerminated(self, event): print(self.rows, "rows")
     >>> isinstance(Rows(), StreamingQueryListener)
     True
 """
@@ -66,12 +67,6 @@ class JsonEventListener(StreamingQueryListener):
     sends as JSON; register it with `spark.streams.addListener` as usual."""
 
     @property
-    def _events(self) -> _JsonEvents:
-        if "_json_events" not in vars(self):
-            self._json_events = _JsonEvents(self)
-        return self._json_events
-
-    @property
     def _jlistener(self) -> Any:  # PySpark's (classic) `addListener` / `removeListener` read this
         from pyspark import SparkContext
 
@@ -79,5 +74,5 @@ class JsonEventListener(StreamingQueryListener):
             jvm: Any = SparkContext._jvm
             assert jvm is not None, "no SparkContext: create the SparkSession first"
             wrapper = java_class(jvm, "org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper")
-            self._jlistenerobj = wrapper(self._events)
+            self._jlistenerobj = wrapper(_JsonEvents(self))
         return self._jlistenerobj

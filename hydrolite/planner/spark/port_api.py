@@ -367,10 +367,16 @@ def collect_many(frames: Sequence[SFrame]) -> list[list[Any]]:
     return [_values(sf, got) for sf, got in zip(frames, rows)]
 
 
+def in_order(rows: list[Any], order: Sequence[str]) -> list[Any]:
+    """Collected rows sorted by their `order` columns (in place; none: as they came)."""
+    if order:
+        rows.sort(key=lambda r: tuple(r[c] for c in order))
+    return rows
+
+
 def _values(sf: SFrame, rows: list[Any]) -> list[Any]:
     """Rows of `sf`'s columns (`cols()`) as its Python values, in the stream's order."""
-    if sf.order:
-        rows.sort(key=lambda r: tuple(r[c] for c in sf.order))
+    in_order(rows, sf.order)
     if sf.keyed:
         assert sf.kt is not None
         return [(sf.kt.decode(r["k"]), sf.vt.decode(r["v"])) for r in rows]
@@ -389,6 +395,13 @@ def ordered_external(sf: SFrame) -> tuple[DataFrame, list[str]]:
     return one_task_per_core(
         sf.df.select(*cols, *(F.col(c).alias(n) for c, n in zip(sf.order, names))), bool(names)
     ), names
+
+
+def collect_external(sf: SFrame) -> list[Any]:
+    """The batch's rows in the external layout, in the stream's order (sorted on the driver:
+    `ordered_external`); each row has its order columns after the layout's."""
+    df, order = ordered_external(sf)
+    return in_order(df.collect(), order)
 
 
 def batch_arrow(sf: SFrame) -> Any:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SparkRunError
-from .port_api import OutputBinding, PortPlugin, PortSpec, PortSpecError, SinkCtx, external_types, ordered_external
+from .port_api import OutputBinding, PortPlugin, PortSpec, PortSpecError, SinkCtx, collect_external, external_types
 from .types import ListT, NoneT, OpaqueT, Prim, strip_optional
 from .values import SFrame
 
@@ -129,11 +129,7 @@ class PostgresOutput(OutputBinding):
         psycopg = _psycopg()
         columns = [name for name, _ in external_types(sf.vt, sf.kt)]
         keys = self._keys(ctx, sf, columns)
-        df, order = ordered_external(sf)  # sorted here, on the driver: no sampling job, no shuffle
-        got = df.collect()
-        if order:
-            got.sort(key=lambda r: tuple(r[c] for c in order))
-        rows = [self._row(r, sf) for r in got]
+        rows = [self._row(r, sf) for r in collect_external(sf)]  # (`_row` reads the layout's columns only)
         conn = self._connection()
         try:
             with conn.transaction(), conn.cursor() as cur:
