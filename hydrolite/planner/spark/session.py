@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql import SparkSession
 
+from .jvm_view import remember_classes
 from .worker_python import worker_python
 
 DEFAULT_CONF: dict[str, str] = {
@@ -89,6 +90,7 @@ def spark_session(
             del os.environ["PYSPARK_PYTHON"]
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
+        remember_classes(spark)  # PySpark names JVM classes on every DataFrame call (jvm_view.py)
     # pickled by value: Spark's Python processes for a feed (one per feed at each query start)
     # then rebuild the reader without importing hydrolite (0.12 s of each start; feed.py)
     register_pickle_by_value(feed)
