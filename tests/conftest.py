@@ -71,3 +71,12 @@ def spark() -> Iterator[SparkSession]:
     session = spark_session("local[2]", conf, app_name="hydrolite-tests")
     yield session
     session.stop()
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile` handing out the longest test files first (tests/xdist_order.py)."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist_order import LongestFileFirst  # tests/ is on sys.path (rootdir conftest)
+
+    return LongestFileFirst(config, log)
