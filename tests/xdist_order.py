@@ -24,6 +24,7 @@ import json
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,20 @@ class LongestFileFirst(LoadFileScheduling):
         super().__init__(config, log)
         self.seconds = recorded()
 
-    def estimate(self, scope: str) -> float:
-        """A file's recorded time; 0 for a file without one (it goes out among the last)."""
-        return self.seconds.get(scope, 0.0)
+    def longest_pending(self) -> str:
+        return longest(self.workqueue, self.seconds)
 
     def _assign_work_unit(self, node: Any) -> None:
-        longest = max(self.workqueue, key=self.estimate)
-        self.workqueue.move_to_end(longest, last=False)  # the base class hands out the first
+        # xdist 3.x's hook for handing out one file; were it renamed, the files would go out
+        # in xdist's own order again (slower, never wrong)
+        self.workqueue.move_to_end(self.longest_pending(), last=False)  # it hands out the first
         super()._assign_work_unit(node)
+
+
+def longest(pending: Iterable[str], seconds: Mapping[str, float]) -> str:
+    """The pending file to hand out next: the longest recorded one; a file without a record
+    counts 0 (it goes out among the last); among equal times, the order of `pending`."""
+    return max(pending, key=lambda name: seconds.get(name, 0.0))
 
 
 def write_from_log(log: str) -> dict[str, float]:
