@@ -40,7 +40,8 @@ def _compile_our_packages() -> None:
         compileall.compile_dir(os.path.join(root, package), quiet=1)
 
 
-_compile_our_packages()
+if "PYTEST_XDIST_WORKER" not in os.environ:  # once, in the process that starts the workers
+    _compile_our_packages()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

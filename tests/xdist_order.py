@@ -48,13 +48,10 @@ class LongestFileFirst(LoadFileScheduling):
         super().__init__(config, log)
         self.seconds = recorded()
 
-    def longest_pending(self) -> str:
-        return longest(self.workqueue, self.seconds)
-
     def _assign_work_unit(self, node: Any) -> None:
         # xdist 3.x's hook for handing out one file; were it renamed, the files would go out
         # in xdist's own order again (slower, never wrong)
-        self.workqueue.move_to_end(self.longest_pending(), last=False)  # it hands out the first
+        self.workqueue.move_to_end(longest(self.workqueue, self.seconds), last=False)  # it hands out the first
         super()._assign_work_unit(node)
 
 

@@ -44,10 +44,6 @@ class RememberingJVMView(JVMView):
 def remember_classes(spark: SparkSession) -> None:
     """Let the driver's `JVMView` keep the classes it looks up (idempotent). Spark Connect has
     no JVM on the client: nothing to do there."""
-    jvm = getattr(spark.sparkContext, "_jvm", None) if not _is_connect(spark) else None
+    jvm = getattr(spark, "_jvm", None)  # the context's view; a Connect session has none
     if type(jvm) is JVMView:  # a subclass of the user's own is left alone
         jvm.__class__ = RememberingJVMView
-
-
-def _is_connect(spark: SparkSession) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
