@@ -62,7 +62,7 @@ from .stages import where
 from .values import KTable, Scalar, SFrame, frame_of
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from .runtime import InputSpec
     from .stages import Plan
@@ -72,10 +72,13 @@ __all__ = [
     "PER_KEY_STEPS",
     "VERSIONED",
     "crossings",
+    "keep_table",
+    "kept_table",
     "latest_scalar",
     "latest_table",
     "published_by",
     "settle_channels",
+    "with_entries",
 ]
 
 #: the kinds read from another query by version (the reader takes one version, not every element)
@@ -148,39 +151,52 @@ def latest_table(
     assert inp.node is not None and inp.kt is not None and len(sf.order) == 1
     key, seq = f"input:{inp.name}", F.col(sf.order[0])
     newest = sf.df.agg(F.max(seq)).collect()[0][0]
-    found, kept = state.get(key, b"table")  # (reads of `state` see the previous batch's versions)
+    table = kept_table(spark, state, key)  # (reads of `state` see the previous batch's versions)
     if newest is not None:
         if inp.deltas:  # per key, the row of the newest entry that has the key; the kept row else
             dead = F.coalesce(gone, F.lit(False)) if gone is not None else F.lit(False)
-            rows = sf.select(
+            entries = sf.select(
                 sf.col("k").alias("k"), sf.col("v").alias("v"), dead.alias("gone"), sf.col(sf.order[0]).alias("_q")
             )
-            if found:
-                old = spark.read.schema(T.StructType.fromJson(kept[1])).parquet(kept[0])
-                rows = old.select("k", "v", F.lit(False).alias("gone"), F.lit(-1).cast("long").alias("_q")).unionByName(
-                    rows
-                )
-            newest_row = F.max_by(F.struct("v", "gone"), "_q")
-            rows = (
-                rows.groupBy("k")
-                .agg(newest_row.alias("x"))
-                .filter(~F.col("x.gone"))
-                .select("k", F.col("x.v").alias("v"))
-            )
+            rows = with_entries(table, entries)
         else:
             rows = sf.df.filter(seq >= F.lit((int(newest) >> 32) << 32)).select("k", "v")
-        path = state.blob_dir(key)
-        rows.write.mode("overwrite").parquet(path)  # by the executors; a replay writes the same rows
-        found, kept = True, (path, rows.schema.jsonValue())
-        state.put(key, kept, b"table")
-        state.put_blob(key, path)  # older versions' directories go when the batch commits
-    if not found:
+        table = keep_table(spark, state, key, rows)
+    if table is None:
         if not starts_empty(inp.node):
             return None
         return KTable(inp.kt, inp.vt, frame_of(spark, [], inp.vt, [], inp.kt, ordered=False))
-    path, schema = kept
-    table = spark.read.schema(T.StructType.fromJson(schema)).parquet(path)
     return KTable(inp.kt, inp.vt, SFrame(table, inp.vt, inp.kt))
+
+
+def kept_table(spark: SparkSession, state: Any, key: str) -> DataFrame | None:
+    """The `(k, v)` table kept under `key` by an earlier batch (`keep_table`), or None."""
+    found, kept = state.get(key, b"table")
+    if not found:
+        return None
+    path, schema = kept
+    return spark.read.schema(T.StructType.fromJson(schema)).parquet(path)
+
+
+def with_entries(table: DataFrame | None, entries: DataFrame) -> DataFrame:
+    """`table` (`k`, `v`; None: empty) with `entries` (`k`, `v`, `gone`, `_q`) applied: per
+    key, the entry of the highest `_q` is its value, or its removal when `gone`."""
+    rows = entries
+    if table is not None:
+        rows = table.select("k", "v", F.lit(False).alias("gone"), F.lit(-1).cast("long").alias("_q")).unionByName(rows)
+    newest_row = F.max_by(F.struct("v", "gone"), "_q")
+    return rows.groupBy("k").agg(newest_row.alias("x")).filter(~F.col("x.gone")).select("k", F.col("x.v").alias("v"))
+
+
+def keep_table(spark: SparkSession, state: Any, key: str, rows: DataFrame) -> DataFrame:
+    """Write `rows` as this batch's version of the table kept under `key` (Parquet the
+    executors write under the query's state; the driver records only the path) and read it
+    back. A replay of the batch writes the same rows to the same directory."""
+    path = state.blob_dir(key)
+    rows.write.mode("overwrite").parquet(path)
+    state.put(key, (path, rows.schema.jsonValue()), b"table")
+    state.put_blob(key, path)  # older versions' directories go when the batch commits
+    return spark.read.schema(rows.schema).parquet(path)
 
 
 def settle_channels(plan: Plan) -> None:

@@ -39,7 +39,7 @@ from itertools import compress
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import Row as SparkRow
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -48,12 +48,13 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from ... import kernels
 from ...ir import nodes as n
 from ...kernels import KernelError
+from .channel_versions import keep_table, kept_table, with_entries
 from .errors import UserFunctionError
 from .folds import LAST, analyze
 from .lambdas import NotTranslatable, TExpr, translate
 from .placement import Chain, Region
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
-from .types import OPAQUE, HType, ListT, OptT, TupleT, from_python, infer_result, of_value, strip_optional
+from .types import OPAQUE, HType, ListT, OptT, TupleT, fold_type, infer_result, of_value, strip_optional
 from .values import KTable, SFrame
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -131,7 +132,7 @@ def state_type(node: n.Node, chain_vt: HType) -> HType:
     if isinstance(node, n.Count):
         return of_value(0) or OPAQUE
     if isinstance(node, n.Fold):
-        return of_value(node.init) or from_python(node.meta.elem) or OPAQUE
+        return fold_type(node.init, node.meta.elem)
     return chain_vt
 
 
@@ -456,8 +457,11 @@ class ExecutorRegion:
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
         # slot -> the state's stable key (a version read as deltas: its channel's, as its input's)
         key_of = {s.slot: keys[id(s.node)] if s.table is None else f"table:{s.table}" for s in region.states}
-        #: a state another query reads -> (the tag of its updated keys' rows, key type, value type)
+        #: a state another query reads, or the query reads whole -> (the tag of its updated
+        #: keys' rows, key type, value type)
         self.tables: dict[int, tuple[int, HType, HType]] = {}
+        #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
+        self.whole: dict[int, str] = {}
         for st in region.states:
             vt, kt = self._chain(st.chain, key_of[st.slot], FOLD)
             self.aggs[key_of[st.slot]] = (
@@ -468,6 +472,8 @@ class ExecutorRegion:
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
+            if st.whole:
+                self.whole[id(st.node)] = f"whole:{key_of[st.slot]}"
         for lk in region.lookups:
             vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
             state = next(x for x in region.states if x.slot == lk.slot)
@@ -507,16 +513,19 @@ class ExecutorRegion:
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))
 
-    def lookup_frames(self, df: DataFrame) -> dict[int, SFrame | KTable]:
+    def lookup_frames(self, df: DataFrame, state: Any) -> dict[int, SFrame | KTable]:
         """The values of the nodes the region answers (lookups, joins) in this batch, typed as
-        the driver path types them; and of each state another query reads, the keys the batch
-        updated (`KTable`)."""
+        the driver path types them; of each state another query reads, the keys the batch
+        updated (`KTable`); of each state the query reads whole, the whole table
+        (`whole_table`; `state`: the batch's versioned store, which keeps its path)."""
         mine = df.filter(F.col("_src") == -1)
         out: dict[int, SFrame | KTable] = {}
         for node_id, (tag, tk, tv) in self.tables.items():
             rows = mine.filter(F.col("_rg.tag") == tag).select(F.col("_rg.k").alias("k"), F.col("_rg.v").alias("v"))
             schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
             typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}), schema)
+            if node_id in self.whole:
+                typed = whole_table(df.sparkSession, state, self.whole[node_id], typed, rows.isEmpty())
             out[node_id] = KTable(tk, tv, SFrame(typed, tv, tk))
         for node_id, (tag, kt, vt) in self.answers.items():
             rows = mine.filter(F.col("_rg.tag") == tag)
@@ -535,6 +544,19 @@ class ExecutorRegion:
             typed = map_in_arrow(keyed, reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
+
+
+def whole_table(spark: SparkSession, state: Any, key: str, updated: DataFrame, unchanged: bool) -> DataFrame:
+    """A keyed aggregate's whole table after this batch: the table kept under `key` by the
+    batch before, with the keys the batch `updated` (`k`, `v`) replaced or added (an
+    aggregate never loses a key). The executors write it as Parquet under the query's state
+    (`channel_versions.keep_table`; the driver keeps the path); a batch that updated no key
+    (`unchanged`) reads the kept one."""
+    kept = kept_table(spark, state, key)
+    if unchanged:
+        return kept if kept is not None else updated  # (nothing kept yet: the empty table)
+    entries = updated.select("k", "v", F.lit(False).alias("gone"), F.lit(0).cast("long").alias("_q"))
+    return keep_table(spark, state, key, with_entries(kept, entries))
 
 
 def _join_type(lt: HType, rt: HType) -> HType:

@@ -23,7 +23,7 @@ from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
 from .lambdas import NotTranslatable, TExpr, literal
 from .ops import empty_like, first_occurrences, project, row_index, sframe
 from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
-from .types import OPAQUE, HType, Prim, TupleT, from_python, of_value
+from .types import OPAQUE, HType, Prim, TupleT, fold_type, from_python, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
 INT = Prim(int)  # counts and indexes
@@ -44,7 +44,7 @@ def _spec(node: Aggregate, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType
     if isinstance(node, n.Last):
         return LAST, False, None, sf.vt
     if isinstance(node, n.Fold):
-        acc_t = of_value(node.init) or from_python(node.meta.elem) or OPAQUE
+        acc_t = fold_type(node.init, node.meta.elem)
         return analyze(node.f, acc_t, reduce=False), True, node.init, acc_t
     return analyze(node.f, sf.vt, reduce=True), False, None, sf.vt
 
@@ -193,9 +193,10 @@ def _keyed_python(
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
     rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
     updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
-    # the accumulator type from a value of this batch; without one, the declared type (a
-    # reduce has no init: typing the stored values from `None` would read them all as None)
-    vt = _acc_type(next(iter(updates.values())), acc_t) if updates else acc_t
+    # the type declared with `acc_type=`; without one, from a value of this batch (a reduce
+    # has no init: typing the stored values from `None` would read them all as None)
+    declared = isinstance(node, n.Fold) and node.meta.elem is not type(node.init) and acc_t != OPAQUE
+    vt = _acc_type(next(iter(updates.values())), acc_t) if updates and not declared else acc_t
     if carried:
         ctx.state.put_many(ctx.key(node), updates)
         return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)

@@ -96,6 +96,12 @@ class ExecutorState:
     #: a keyed singleton read from another query as deltas (the channel's name), not an
     #: aggregate: the newest entry per key is its value, a tombstone removes the key
     table: str | None = None
+    #: nodes of the same query that read it whole (`entries()`, `values()`, a lookup whose
+    #: requests are no chain ...): each batch's updated keys (rows tagged `publish`) are
+    #: applied to a copy of the table the executors keep as Parquet, and the tick reads that
+    whole: tuple[n.Node, ...] = ()
+    #: another query reads it (channel_versions.py)
+    published: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,7 +140,10 @@ class Region:
         """Nodes the driver no longer evaluates: the states and the snapshots between them
         and their lookups (the lookups' results arrive as rows of the batch)."""
         out = {id(s.node) for s in self.states}
+        whole = {s.slot for s in self.states if s.whole}
         for lk in self.lookups:
+            if lk.slot in whole:  # (its snapshots may be read whole too: the tick evaluates them)
+                continue
             table = lk.node.children[1]
             while isinstance(table, n.Snapshot):
                 out.add(id(table))
@@ -326,9 +335,14 @@ def place(
         states.append(state)
         lookups.extend(its_lookups)
         readers = [f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups]
-        if state.publish is not None:
+        if state.published:
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
-        why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
+        if state.whole:
+            by = ", ".join(f"{x.op}() {where(x)}" for x in state.whole)
+            per_key = f"; per key by {', '.join(readers)}" if readers else ""
+            why = f"keyed, fed per element; {_WHOLE_READ.format(by=by)}{per_key}{not_native}"
+        else:
+            why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
         placements.append(Placement(node, True, why))
     for ch in stage.channels_in:  # the versions of keyed singletons read from other queries
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
@@ -352,6 +366,10 @@ def place(
 _WHOLE = (
     "each version whole: the newest entry's rows, written as Parquet by the executors under <query>/state/blobs/; the "
     "driver keeps the path (channel_versions.latest_table)"
+)
+_WHOLE_READ = (
+    "read whole by {by}: each batch's updated keys are applied to a copy of the table the executors keep as Parquet "
+    "under <query>/state/blobs/ (O(table) per batch, as reading it whole is; never through the driver)"
 )
 _DELTAS_KEPT = (
     "the entries applied to the table kept as Parquet under <query>/state/blobs/: each batch that brings entries "
@@ -476,22 +494,23 @@ class _Finder:
         blocked = self._blocker()
         if blocked is not None:
             return blocked
-        found = self._readers(node, may_publish=False)
-        if isinstance(found, str):
-            return found
-        if not found[0]:
+        readers, _, whole = self._readers(node, may_publish=False)
+        if whole:  # (the Parquet copy is the table read whole: `channel_versions.latest_table`)
+            return _read_whole(whole[0])
+        if not readers:
             return "nothing in the query reads it per key"
-        lookups = self._requests(found[0], slot)
-        if isinstance(lookups, str):
-            return lookups
+        lookups, unchained = self._requests(readers, slot)
+        if unchained:
+            return unchained[0][1]
         self.tags += 1
         return ExecutorState(node, Chain(self.tags - 1, node, ()), slot, table=channel), lookups
 
-    def _readers(self, node: n.Node, may_publish: bool) -> tuple[list[n.KeyedLookup], bool] | str:
-        """The lookups reading `node` (directly or through snapshots) and, with `may_publish`,
+    def _readers(self, node: n.Node, may_publish: bool) -> tuple[list[n.KeyedLookup], bool, list[n.Node]]:
+        """The lookups reading `node` (directly or through snapshots); with `may_publish`,
         whether another query reads it as the keys each batch updated (channel_versions.py);
-        or who reads it whole."""
+        and the nodes that read it whole (evaluated by the tick from the whole table)."""
         readers: list[n.KeyedLookup] = []
+        whole: list[n.Node] = []
         published = False
         todo: list[n.Node] = [node]
         while todo:
@@ -500,44 +519,59 @@ class _Finder:
                 if isinstance(u, n.Snapshot):
                     todo.append(u)
                 elif may_publish and x is node and (found := published_by(node, u, self.users)) is not None:
-                    if isinstance(found, str):  # (a channel out is its own user: `_Finder`)
-                        return found
+                    if isinstance(found, str):  # a step towards a channel out is read whole here too
+                        whole.append(u)
                     published = published or bool(found)
                 elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
                     readers.append(u)
-                else:
-                    return f"read whole by {u.op}() {where(u)} (only per-key lookups can read executor state)"
-        return readers, published
+                else:  # (a snapshot read by another query is its own user: it gets whole versions)
+                    whole.append(u)
+        return readers, published, whole
 
-    def _requests(self, readers: list[n.KeyedLookup], slot: int) -> list[ExecutorLookup] | str:
+    def _requests(
+        self, readers: list[n.KeyedLookup], slot: int
+    ) -> tuple[list[ExecutorLookup], list[tuple[n.KeyedLookup, str]]]:
+        """The lookups whose requests are chains (answered per key in the executor region),
+        and the others, with why their requests are not a chain."""
         lookups: list[ExecutorLookup] = []
+        unchained: list[tuple[n.KeyedLookup, str]] = []
         for r in readers:
             left = self.chain(r.children[0])
             if isinstance(left, str):
-                return f"the requests of lookup_keyed_singleton() {where(r)}: {left}"
-            lookups.append(ExecutorLookup(r, left, slot))
-        return lookups
+                unchained.append((r, f"the requests of lookup_keyed_singleton() {where(r)}: {left}"))
+            else:
+                lookups.append(ExecutorLookup(r, left, slot))
+        return lookups, unchained
 
     def region_of(self, node: n.Node, slot: int) -> tuple[ExecutorState, list[ExecutorLookup]] | str:
-        """The executor state of `node` and its lookups, or why it stays on the driver."""
+        """The executor state of `node` and its lookups, or why it stays on the driver.
+
+        Readers of the same query that read it whole (and lookups whose requests are not
+        chains, when something reads it whole anyway) read a copy of the table that each
+        batch's updated keys are applied to on the executors (`ExecutorState.whole`); a lookup
+        whose requests are not a chain is no reason to build that copy on its own (it would
+        cost the table per batch where the driver's store costs the requests)."""
         not_partitioned = _not_partitioned(node)
         if not_partitioned is not None:
             return not_partitioned
         blocked = self._blocker()
         if blocked is not None:
             return blocked
-        found = self._readers(node, may_publish=True)
-        if isinstance(found, str):
-            return found
-        readers, published = found
-        if not readers and not published:
-            return "nothing in the query reads it per key"
+        readers, published, whole = self._readers(node, may_publish=True)
+        if not readers and not published and not whole:
+            return "nothing in the query reads it"
         chain = self.chain(node.children[0])
         if isinstance(chain, str):
             return chain
-        lookups = self._requests(readers, slot)
-        if isinstance(lookups, str):
-            return lookups
-        if published:
+        lookups, unchained = self._requests(readers, slot)
+        if unchained and not whole:
+            return unchained[0][1]
+        whole.extend(r for r, _ in unchained)
+        if published or whole:
             self.tags += 1
-        return ExecutorState(node, chain, slot, self.tags - 1 if published else None), lookups
+        tag = self.tags - 1 if published or whole else None
+        return ExecutorState(node, chain, slot, tag, whole=tuple(whole), published=published), lookups
+
+
+def _read_whole(u: n.Node) -> str:
+    return f"read whole by {u.op}() {where(u)} (only per-key lookups and other queries' deltas read executor state)"

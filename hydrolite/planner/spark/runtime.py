@@ -325,7 +325,7 @@ class StageRunner(StageOutputs, HeldBatches):
             else:
                 out[id(inp.node)] = sf
         if self.region is not None:  # the executor region's answers: the lookups' values
-            out.update(self.region.lookup_frames(df))
+            out.update(self.region.lookup_frames(df, ctx_state))
         if self.native is not None:  # native aggregations: their states' values at the keys updated
             out.update(self.native.tables(df, self.live))
         return out

@@ -397,6 +397,18 @@ def _record(cls: type) -> HType | None:
     return RecordT(cls, names, tuple(i for i in items if i is not None))
 
 
+def fold_type(init: Any, declared: Any) -> HType:
+    """A fold's accumulator type: the `declared` one (`acc_type=`, else `type(init)`) when it
+    names a type (a bare `tuple` does not), else the type of `init`'s value, else pickled.
+    The declared type comes first: `init` may be narrower than the values the fold makes
+    (`(0, ())` growing into `(3, (1, 2))`).
+
+        >>> fold_type((0, ()), tuple[int, tuple[int, ...]]).describe(), fold_type((0, 1), tuple).describe()
+        ('tuple[int, tuple[int, ...]]', 'tuple[int, int]')
+    """
+    return from_python(declared) or of_value(init) or OPAQUE
+
+
 def of_value(v: Any) -> HType | None:
     """The HType of a concrete value (e.g. a fold's `init`), or None when ambiguous."""
     if v is None:
@@ -406,6 +418,8 @@ def of_value(v: Any) -> HType | None:
     if dataclasses.is_dataclass(v) or (isinstance(v, tuple) and hasattr(v, "_fields")):
         return from_python(type(v))
     if isinstance(v, tuple):
+        if not v:  # (a fold's `()` grows: its element type is unknown, and Parquet has no empty struct)
+            return None
         parts = [of_value(x) for x in v]
         if any(p is None or isinstance(p, NoneT) for p in parts):
             return None
