@@ -451,7 +451,6 @@ class ExecutorRegion:
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
         self.tags: dict[int, str] = {}
-        self.ends: dict[int, tuple[HType, HType | None]] = {}
         self.aggs: dict[str, _AggFn | _JoinFn] = {}
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
@@ -462,8 +461,10 @@ class ExecutorRegion:
         self.tables: dict[int, tuple[int, HType, HType]] = {}
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
+        fed: dict[int, HType] = {}  # slot -> the type of the elements its chains end with
         for st in region.states:
-            vt, kt = self._chain(st.chain, key_of[st.slot], FOLD)
+            vt, kt = self._fed(st.chains, key_of[st.slot])
+            fed[st.slot] = vt
             self.aggs[key_of[st.slot]] = (
                 _agg(st.node, stage, st.publish)
                 if st.table is None
@@ -477,8 +478,7 @@ class ExecutorRegion:
         for lk in region.lookups:
             vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
             state = next(x for x in region.states if x.slot == lk.slot)
-            rt = self.ends[state.chain.tag][0]
-            rt = rt if state.table is not None else state_type(state.node, rt)
+            rt = fed[lk.slot] if state.table is not None else state_type(state.node, fed[lk.slot])
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
@@ -490,6 +490,17 @@ class ExecutorRegion:
             self.aggs[key] = _JoinFn(j.left.tag, cross)
             self.answers[id(j.node)] = (j.left.tag, None, TupleT((lt, rt)) if cross else _join_type(lt, rt))
 
+    def _fed(self, chains: tuple[Chain, ...], state: str) -> tuple[HType, HType | None]:
+        """The (value, key) types of the elements that `chains` fold into `state`: one
+        encoding for all of them (the sides of a `merge_unordered()` may type them apart)."""
+        from .ops import common_type
+
+        vt, kt = self._chain(chains[0], state, FOLD)
+        for ch in chains[1:]:
+            v2, k2 = self._chain(ch, state, FOLD)
+            vt, kt = common_type(vt, v2), (common_type(kt, k2) if kt is not None and k2 is not None else kt)
+        return vt, kt
+
     def _chain(self, ch: Chain, state: str, role: str, pairs: _Op | None = None) -> tuple[HType, HType | None]:
         inp = self.by_node[id(ch.input)]
         ops = tuple(
@@ -498,8 +509,7 @@ class ExecutorRegion:
         )
         self.chains.append(_ChainFn(ch.tag, state, inp.src, ops, pairs))
         self.tags[ch.tag] = role
-        self.ends[ch.tag] = chain_types(ch, inp.vt, inp.kt)
-        return self.ends[ch.tag]
+        return chain_types(ch, inp.vt, inp.kt)
 
     def branch(self, raw: DataFrame) -> DataFrame:
         """The region's part of the streaming plan: its answers as rows `(_src=-1, _rg)`."""

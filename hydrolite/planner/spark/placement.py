@@ -90,7 +90,8 @@ class ExecutorState:
     their new values arrive as rows, the state's value in the batch (`channel_versions.py`)."""
 
     node: n.Node
-    chain: Chain
+    #: what feeds it: one chain, or one per side of a `merge_unordered()` of chains
+    chains: tuple[Chain, ...]
     slot: int
     publish: int | None = None
     #: a keyed singleton read from another query as deltas (the channel's name), not an
@@ -134,7 +135,7 @@ class Region:
     @property
     def chains(self) -> list[Chain]:
         sides = [c for j in self.joins for c in (j.left, j.right)]
-        return [x.chain for x in self.states] + [x.chain for x in self.lookups] + sides
+        return [c for x in self.states for c in x.chains] + [x.chain for x in self.lookups] + sides
 
     def skipped(self) -> set[int]:
         """Nodes the driver no longer evaluates: the states and the snapshots between them
@@ -454,27 +455,50 @@ class _Finder:
         return None
 
     def chain(self, end: n.Node) -> Chain | str:
-        """The chain ending at `end`, or why there is none."""
+        """The one chain ending at `end`, or why there is none."""
+        found = self.chains(end, merges=False)
+        return found if isinstance(found, str) else found[0]
+
+    def chains(self, end: n.Node, merges: bool = True) -> list[Chain] | str:
+        """The chains ending at `end`, one per path from a query input (with `merges`, through
+        `merge_unordered()` of chains too: a state fed by it folds both sides' elements), or
+        why there are none."""
+        found = self._paths(end, merges)
+        if isinstance(found, str):
+            return found
+        out: list[Chain] = []
+        for inp, ops in found:
+            if sum(isinstance(x, n.FlatMap) for x in ops) > 1:
+                return "its input passes through more than one flat_map()"
+            if not inp.meta.kind.streamlike:
+                return f"its input {inp.op}() {where(inp)} is not a stream"
+            self.tags += 1
+            out.append(Chain(self.tags - 1, inp, ops))
+        return out
+
+    def _paths(self, end: n.Node, merges: bool) -> list[tuple[n.Node, tuple[n.Node, ...]]] | str:
+        """(query input, element-wise operators from it to `end`) for each path, or why not."""
         ops: list[n.Node] = []
         x = end
-        flat_maps = 0
         while not any(x is i for i in self.inputs):
             if isinstance(x, _IDENTITY):
                 x = x.children[0]
                 continue
+            if merges and isinstance(x, n.MergeUnordered) and self.stage.member(x):
+                paths: list[tuple[n.Node, tuple[n.Node, ...]]] = []
+                for side in x.children:
+                    found = self._paths(side, merges)
+                    if isinstance(found, str):
+                        return found
+                    paths += [(inp, (*before, *reversed(ops))) for inp, before in found]
+                return paths
             if not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
                 return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
             if not self.stage.member(x):
                 return f"its input comes through {x.op}() {where(x)} outside the query"
-            flat_maps += isinstance(x, n.FlatMap)
             ops.append(x)
             x = x.children[0]
-        if flat_maps > 1:
-            return "its input passes through more than one flat_map()"
-        if not x.meta.kind.streamlike:
-            return f"its input {x.op}() {where(x)} is not a stream"
-        self.tags += 1
-        return Chain(self.tags - 1, x, tuple(reversed(ops)))
+        return [(x, tuple(reversed(ops)))]
 
     def join_of(self, node: n.Join | n.CrossProduct) -> ExecutorJoin | str:
         """The executor form of a join of unbounded streams, or why there is none."""
@@ -503,7 +527,7 @@ class _Finder:
         if unchained:
             return unchained[0][1]
         self.tags += 1
-        return ExecutorState(node, Chain(self.tags - 1, node, ()), slot, table=channel), lookups
+        return ExecutorState(node, (Chain(self.tags - 1, node, ()),), slot, table=channel), lookups
 
     def _readers(self, node: n.Node, may_publish: bool) -> tuple[list[n.KeyedLookup], bool, list[n.Node]]:
         """The lookups reading `node` (directly or through snapshots); with `may_publish`,
@@ -560,9 +584,9 @@ class _Finder:
         readers, published, whole = self._readers(node, may_publish=True)
         if not readers and not published and not whole:
             return "nothing in the query reads it"
-        chain = self.chain(node.children[0])
-        if isinstance(chain, str):
-            return chain
+        chains = self.chains(node.children[0])
+        if isinstance(chains, str):
+            return chains
         lookups, unchained = self._requests(readers, slot)
         if unchained and not whole:
             return unchained[0][1]
@@ -570,7 +594,7 @@ class _Finder:
         if published or whole:
             self.tags += 1
         tag = self.tags - 1 if published or whole else None
-        return ExecutorState(node, chain, slot, tag, whole=tuple(whole), published=published), lookups
+        return ExecutorState(node, tuple(chains), slot, tag, whole=tuple(whole), published=published), lookups
 
 
 def _read_whole(u: n.Node) -> str:
