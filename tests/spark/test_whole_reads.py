@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import hydrolite as hl
+from examples import bank
 from hydrolite import nondet
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
@@ -129,3 +130,45 @@ def test_a_crash_inside_a_batch_replays_the_whole_table_exactly_once(
     assert fault.fired == [3]
     _run(spark, tmp_path, "executors")  # batch 3 again: its keys must not be applied twice
     assert _outputs(tmp_path)["books"] == EXPECTED_BOOKS
+
+
+DEPOSITS = [[("a", 10), ("b", 5)], [], [("c", 1)], [("a", 2)]]
+TRANSFERS = [[("a", "b", 3)], [("b", "c", 8)], [], [("c", "a", 4), ("a", "d", 1)]]
+AUDITS = [["x"], ["y"], [], ["z", "w"]]
+
+
+def test_a_merge_of_chains_feeds_executor_state(spark: SparkSession, tmp_path: Path) -> None:
+    """The bank: balances folded from `merge_unordered()` of deposits and transfers (a
+    flat_map of each), read whole by the audit's sum: on the executors, with the same
+    reports as the driver path and the simulator's replay."""
+    feeds = {"deposit": DEPOSITS, "transfer": TRANSFERS, "audit": AUDITS}
+    types = {"deposit": tuple[str, int], "transfer": tuple[str, str, int], "audit": str}
+    inputs = {}
+    for port, entries in feeds.items():
+        w = FeedWriter(str(tmp_path / port), from_python(types[port]))
+        for e in entries:
+            w.send_many(e)
+        inputs[port] = f"feed:{tmp_path / port}?maxEntriesPerTrigger=1"
+    got = {}
+    for mode in ("executors", "driver"):
+        out = tmp_path / f"report-{mode}"
+        runner = FlowRunner(
+            bank.build(),
+            spark=spark,
+            checkpoint=str(tmp_path / f"ck-{mode}"),
+            inputs=inputs,
+            outputs={"audit_report": f"json:{out}"},
+            keyed_state=mode,
+        )
+        run_once(runner)
+        placement = runner.plan.stages[0].placement
+        assert placement is not None
+        balances = placement.placements[0]
+        assert balances.executors == (mode == "executors"), balances.why
+        if mode == "executors":
+            assert "read whole by values()" in balances.why, balances.why
+            report = verify_runner(runner)
+            assert report.identical and report.outputs > 0, str(report)
+        got[mode] = {b: sorted(rows) for b, rows in json_batches(out).items()}
+    assert got["executors"] == got["driver"]
+    assert got["executors"] == {0: [("x", (15, 15))], 1: [("y", (15, 15))], 3: [("w", (18, 18)), ("z", (18, 18))]}

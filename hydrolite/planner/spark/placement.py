@@ -8,12 +8,17 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 * whose input is a *chain*: one of the query's inputs (a source port or a channel) through
   element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
   `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
-  the key of every element is known before any state is read; and
-* whose only readers are `lookup_keyed_singleton` operators of the same query (directly or
-  through its `snapshot`), each with a chain as its request stream, and other queries, which
+  the key of every element is known before any state is read — or a `merge_unordered()` of
+  chains (one chain per side, folded into the same state: the fold is commutative); and
+* whose readers are `lookup_keyed_singleton` operators of the same query (directly or
+  through its `snapshot`) with a chain as their request stream, other queries, which
   read it through `latest()` / value `map()` / `inspect()` / `filter()` only: each batch's
   updated keys cross to them as deltas, with tombstones for the ones a filter drops
-  (`channel_versions.py`).
+  (`channel_versions.py`), and nodes of the same query that read it whole (`entries()`,
+  `values()`, ...: `ExecutorState.whole`): each batch's updated keys are applied to a copy
+  of the table the executors keep as Parquet, O(table) per batch as the read itself is. A
+  lookup whose requests are no chain reads that copy too when it exists; alone it keeps the
+  state on the driver, whose store answers it in O(requests).
 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far);
