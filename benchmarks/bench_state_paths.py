@@ -18,6 +18,10 @@ per micro-batch:
     count-map-hydro  the same, the events read as records and keyed by a projection
                      (`map(lambda e: (e.key, e.value)).into_keyed()`: native through it too)
     kv-hydro         hydrolite: `examples/kvstore.py`
+    table-native     the running count read whole: `groupBy(key).count()` in complete mode, every
+                     batch writes every key counted so far
+    table-hydro      hydrolite: a keyed `count()` read whole each tick, `snapshot().entries()`
+                     (`state_paths.jobs.build_table`)
 
 hydrolite's paths keep keyed state where `--keyed-state auto|executors|driver` says (FlowRunner's
 `keyed_state`; auto: the driver on a local master, the executors on a cluster one). The jobs,
@@ -63,8 +67,17 @@ from state_paths.probes import probe_order, probe_union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = tuple(
-    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro count-map-hydro kv-hydro".split()
+    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro count-map-hydro kv-hydro "
+    "table-native table-hydro".split()
 )
+#: each kind of path and the baseline its ratios are over
+BASELINE = {"count": "count-native", "kv": "kv-twsp", "table": "table-native"}
+
+
+def kind_of(path: str) -> str:
+    return path.split("-", 1)[0]
+
+
 KEYED_STATE = ("auto", "executors", "driver")
 
 
@@ -204,14 +217,16 @@ def _rate(r: dict[str, Any]) -> float:
 
 
 def paired(runs: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """Each path's rows/s over its baseline's (count-native; kv-twsp for kv paths) in the same
+    """Each path's rows/s over its baseline's (`BASELINE`: count-native, kv-twsp, table-native) in the same
     repetition, run next to each other: on a shared machine the load moves between
     repetitions more than between two neighbouring runs, so these ratios are steadier than
     the ratio of the two medians."""
     lines = []
     for path, rs in runs.items():
-        base = "kv-twsp" if path.startswith("kv") and "kv-twsp" in runs else "count-native"
-        if path == base or base not in runs or path.startswith("kv") != base.startswith("kv"):
+        base = BASELINE[kind_of(path)]
+        if kind_of(path) == "kv" and base not in runs:
+            base = "count-native"  # (a kv path's rate against the running count's, as before)
+        if path == base or base not in runs:
             continue
         of_rep = {b["rep"]: b for b in runs[base] if "rep" in b}
         ratios = [_rate(r) / _rate(of_rep[r["rep"]]) for r in rs if r.get("rep") in of_rep]
@@ -230,15 +245,17 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
     """The table (per path, its median run by rows/s): throughput, ratios, latency, peak RSS."""
     med = {p: sorted(rs, key=_rate)[(len(rs) - 1) // 2] for p, rs in runs.items()}
     native, kvb = med.get("count-native"), med.get("kv-twsp")
+    table = med.get("table-native")
     print(
         f"\n{'path':<16}{'rows':>10}{'s':>7}{'rows/s':>9}{'x native':>9}{'x kv-twsp':>10}{'first':>7}{'last':>7}"
         f"{'median':>7}{'us/key':>7}{'drv MB':>7}{'JVM MB':>7}{'wrk MB':>7}{'drv ms/b':>9}{'JVM ms/b':>9}{'load':>5}  check"
     )
     for path, r in med.items():
         lat, rate, rs = r["latency_ms"], _rate(r), runs[path]
-        ratio = f"{rate / _rate(native):9.2f}" if native else f"{'-':>9}"
+        base = table if kind_of(path) == "table" else native  # (x native: table paths against complete mode)
+        ratio = f"{rate / _rate(base):9.2f}" if base else f"{'-':>9}"
         kv = f"{rate / _rate(kvb):10.2f}" if kvb and path.startswith("kv") else f"{'-':>10}"
-        per_key = statistics.median(lat) * 1000 / keys["kv" if path.startswith("kv") else "count"]
+        per_key = statistics.median(lat) * 1000 / keys.get(kind_of(path), keys.get("count", 1.0))
         each = ", ".join(f"{_rate(x):,.0f} (load {x['load']:.1f})" for x in rs)
         print(
             f"{path:<16}{r['rows']:>10,}{r['elapsed']:7.1f}{rate:9,.0f}{ratio}{kv}{lat[0]:7.0f}{lat[-1]:7.0f}"
@@ -253,7 +270,7 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
     print(
         "\nrows = input rows (the files' rows, the same for every path of a kind; Spark's numInputRows counts a row per branch reading it); s = start to end of the availableNow query; first / last / "
         "median = triggerExecution (ms) of the first, last and median micro-batch; us/key = median batch time per "
-        f"distinct key touched in a batch (count: {keys['count']:,.0f}, kv: {keys['kv']:,.0f}); drv / JVM MB = VmHWM "
+        f"distinct key touched in a batch ({', '.join(f'{k}: {v:,.0f}' for k, v in keys.items())}; table: the keys written); drv / JVM MB = VmHWM "
         f"(peak RSS from /proc, {peaks}) of the Python driver and of the JVM (local mode: driver + executors + "
         "RocksDB); wrk MB = peak summed PSS of the JVM's child processes (Python workers; executor JVMs under "
         "local-cluster), sampled every 0.2 s; drv / JVM ms/b = CPU time (user + system, /proc) of the Python driver "
@@ -288,10 +305,14 @@ def main() -> None:
     print(f"{args.batches} x {args.rows:,} rows over {args.keys:,} keys (+ {gets:,} gets per batch)", flush=True)
     write_inputs(os.path.join(base, "data"), args.batches, args.rows, args.keys, gets)
     write_inputs(os.path.join(base, "warm"), 2, 500, 300, 100)
-    want = {kind: expected(os.path.join(base, "data"), kind) for kind in ("count", "kv")}
+    want = {kind: expected(os.path.join(base, "data"), kind) for kind in {kind_of(p) for p in paths}}
     # the input rows each kind of path reads: every path's rate is over the same rows (Spark's
     # numInputRows counts a row once per branch that reads it: twice on hydrolite's executor paths)
-    inputs = {"count": args.batches * args.rows, "kv": args.batches * (args.rows + gets)}
+    inputs = {
+        "count": args.batches * args.rows,
+        "kv": args.batches * (args.rows + gets),
+        "table": args.batches * args.rows,
+    }
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     failed = []
     try:
@@ -305,7 +326,7 @@ def main() -> None:
                 print(f"  run {rep + 1} {path}: FAILED ({res['error'].splitlines()[0]})", flush=True)
                 failed.append(res)
                 continue
-            kind = "kv" if path.startswith("kv") else "count"
+            kind = kind_of(path)
             res["check"] = check(res["out"], want[kind])
             res["spark_rows"], res["rows"] = res["rows"], inputs[kind]
             res["src"] = args.hydrolite_src

@@ -65,11 +65,16 @@ def _read(base: str, d: str) -> pd.DataFrame:
 
 def expected(base: str, kind: str) -> dict[str, pd.DataFrame]:
     """The answers every path must write, per batch, from the generated files."""
-    if kind == "count":
+    if kind in ("count", "table"):
         ev = _read(base, EVENTS)
         per = ev.groupby(["b", "key"], sort=True).size().rename("n").reset_index()
         per["_2"] = per.groupby("key")["n"].cumsum()
-        return {"resp": per.rename(columns={"b": "batch_id", "key": "_1"})[["batch_id", "_1", "_2"]]}
+        per = per.rename(columns={"b": "batch_id", "key": "_1"})[["batch_id", "_1", "_2"]]
+        if kind == "table":  # every key counted so far, in every batch from then on
+            per = pd.concat(
+                [per[per.batch_id <= b].groupby("_1").tail(1).assign(batch_id=b) for b in sorted(ev.b.unique())]
+            )
+        return {"resp": per}
     puts, gets = _read(base, PUTS), _read(base, GETS)
     last = puts.sort_values("seq").groupby(["b", "_2"]).tail(1)[["b", "_2", "_3"]].sort_values("b")
     answers = pd.merge_asof(gets.sort_values("b"), last, on="b", by="_2", direction="backward")

@@ -147,7 +147,7 @@ def spark_query(spark: Any, name: str, base: str) -> Any:
         api = grouped.transformWithState if name == "kv-tws" else grouped.transformWithStateInPandas
         return api(processors()[name](), KV_OUT, "Update", "None")
     events = stream(spark, base, EVENTS, "key string, value long")
-    if name == "count-native":
+    if name in ("count-native", "table-native"):  # (table-native runs in complete mode: `run_spark`)
         return events.groupBy("key").count()
     grouped = events.select("key").groupBy("key")
     if name == "count-aipws":
@@ -192,6 +192,20 @@ def build_keycount(mapped: bool = False) -> Any:
     return flow.finalize()
 
 
+def build_table() -> Any:
+    """Per-key running count read whole: every micro-batch writes every key counted so far
+    with its count (as Spark's complete output mode does), `snapshot().entries()`."""
+    import hydrolite as hl
+    from hydrolite import nondet
+
+    flow = hl.FlowBuilder("keytable")
+    node = flow.process(Counter)
+    counts = node.keyed_source("event", str, int).count()
+    tick = node.tick()
+    counts.snapshot(tick, nondet("the version after this batch's events")).entries().all_ticks().sink("counts")
+    return flow.finalize()
+
+
 def run_hydro(spark: Any, name: str, base: str, out: str, keyed_state: str) -> tuple[float, list[Any], str]:
     """Run a hydrolite program through FlowRunner (`keyed_state`: auto, executors or driver) on
     the Parquet inputs; returns its time, its queries' progress and the plan's state lines (where
@@ -202,6 +216,9 @@ def run_hydro(spark: Any, name: str, base: str, out: str, keyed_state: str) -> t
     opts = "?maxFilesPerTrigger=1"
     if name in ("count-hydro", "count-map-hydro"):
         flow = build_keycount(mapped=name == "count-map-hydro")
+        inputs, outputs = {"event": f"parquet:{base}/{EVENTS}{opts}"}, {"counts": f"parquet:{out}/resp"}
+    elif name == "table-hydro":
+        flow = build_table()
         inputs, outputs = {"event": f"parquet:{base}/{EVENTS}{opts}"}, {"counts": f"parquet:{out}/resp"}
     else:
         from examples import kvstore
@@ -234,7 +251,8 @@ def run_spark(spark: Any, name: str, base: str, out: str, keyed_state: str = "au
     """Run a Spark path with availableNow (`keyed_state` is hydrolite's option: not used here).
     Timed from building its DataFrame, as hydrolite's `start()` builds its own."""
     t0 = time.perf_counter()
-    w = spark_query(spark, name, base).writeStream.outputMode("update").foreachBatch(writer(out, name[:2] == "kv"))
+    mode = "complete" if name == "table-native" else "update"
+    w = spark_query(spark, name, base).writeStream.outputMode(mode).foreachBatch(writer(out, name[:2] == "kv"))
     q = w.option("checkpointLocation", f"{out}/ck").trigger(availableNow=True).start()
     q.awaitTermination()
     return time.perf_counter() - t0, q.recentProgress, "Spark state store: " + ROCKSDB.rsplit(".", 1)[1]

@@ -205,8 +205,11 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
         out = prog.new(f"{a.name}.zip({c.name}).map(lambda t: t[0] * 1000 + t[1])", "single", "t1")
         prog.sinks.append(f'{out.name}.into_stream().all_ticks().sink("aligned")')
     elif what == 1:
+        # the fold's input: the source, or a merge of it with a map of itself (one chain per side
+        # folded into one executor state: `placement._Finder.chains`)
+        fed = f"{src.name}.merge_unordered({src.name}.map({d.choice(INT_MAPS)}))" if d.bool() else src.name
         kf = prog.new(
-            f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None
+            f"{fed}.map({d.choice(TO_PAIR)}).into_keyed().fold_commutative(0, lambda a, x: a + x)", "ksingle", None
         )
         if explicit and d.bool():  # a keyed singleton tagged too
             kf = prog.new(f"{kf.name}.aligned_at(al)", "ksingle", None)

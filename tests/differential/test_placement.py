@@ -93,3 +93,23 @@ def test_generated_tables_cross_queries_with_tombstones_and_readers_keep_state(t
                 seen["reader state"] += any(p.executors or p.native for p in st.placement.placements if p.table is None)
                 seen["tables per key"] += sum(p.executors for p in st.placement.placements if p.table is not None)
     assert seen["tombstones"] >= 5 and seen["reader state"] >= 3 and seen["tables per key"] >= 5, seen
+
+
+def test_generated_programs_keep_whole_reads_and_merges_on_the_executors(tmp_path: Path) -> None:
+    """The differential test keeps drawing executor states read whole in their own query
+    (`ExecutorState.whole`: `snapshot_aligned(...).entries()` of a keyed fold) and states fed
+    by a `merge_unordered()` of chains (one chain per side), and each says so in its reason."""
+    seen = {"whole": 0, "merged": 0}
+    for seed in range(120):
+        source = generate(RandomDraw(random.Random(seed))).source()
+        for st in _placed_from_file(source, tmp_path, f"whole{seed}"):
+            if st.placement is None or st.placement.region is None:
+                continue
+            for s in st.placement.region.states:
+                why = st.placement.of(s.node)
+                assert why is not None and why.executors, why
+                if s.whole:
+                    seen["whole"] += 1
+                    assert "read whole by" in why.why and "Parquet" in why.why, why.why
+                seen["merged"] += len(s.chains) > 1
+    assert seen["whole"] >= 10 and seen["merged"] >= 2, seen
