@@ -172,3 +172,44 @@ def test_a_merge_of_chains_feeds_executor_state(spark: SparkSession, tmp_path: P
         got[mode] = {b: sorted(rows) for b, rows in json_batches(out).items()}
     assert got["executors"] == got["driver"]
     assert got["executors"] == {0: [("x", (15, 15))], 1: [("y", (15, 15))], 3: [("w", (18, 18)), ("z", (18, 18))]}
+
+
+def _tally() -> hl.Flow:
+    """A keyed count (algebraic: Spark's native aggregation keeps it) read whole each tick,
+    and looked up by requests that are not its own input's keys."""
+    flow = hl.FlowBuilder("tally")
+    p = flow.process(Ledger)
+    counts = p.source("move", tuple[str, int]).into_keyed().count()
+    tick = p.tick()
+    snap = counts.snapshot(tick, nondet("any prefix of the moves"))
+    snap.entries().all_ticks().sink("books")
+    snap.values().fold_commutative(0, lambda s, c: s + c).into_stream().all_ticks().sink("total")
+    who = p.source("ask", str).batch(tick, nondet("any grouping")).map(lambda a: (a, 0)).into_keyed()
+    who.lookup_keyed_singleton(snap).entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("asked")
+    return flow.finalize()
+
+
+def test_an_algebraic_count_read_whole_is_native_and_answers_like_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    got = {}
+    for mode in ("executors", "driver"):
+        d = tmp_path / mode
+        outs = {s: f"json:{d / s}" for s in ("books", "total", "asked")}
+        runner = FlowRunner(
+            _tally(), spark=spark, checkpoint=str(d / "ck"), inputs=_feeds(d), outputs=outs, keyed_state=mode
+        )
+        run_once(runner)
+        placement = runner.plan.stages[0].placement
+        assert placement is not None
+        (p,) = placement.placements
+        assert p.native == (mode == "executors"), p.describe()
+        if mode == "executors":
+            assert "read whole by" in p.why and "Parquet" in p.why, p.why
+            report = verify_runner(runner)
+            assert report.identical and report.outputs > 0, str(report)
+        got[mode] = _outputs(d)
+    assert got["executors"] == got["driver"]
+    assert got["executors"]["books"][3] == [("a", 4), ("b", 2), ("c", 1)]
+    assert got["executors"]["total"] == {0: [3], 1: [4], 2: [4], 3: [7]}
+    assert got["executors"]["asked"] == {0: [("a", 2), ("z",)], 1: [("b", 1)], 2: [("a", 2), ("c", 1)], 3: [("a", 4)]}

@@ -140,6 +140,12 @@ def one_job_reads(stage: Stage, live: set[int], given: set[int], one_job_sink: C
     sinks = [x for x in stage.nodes if isinstance(x, n.Sink) and id(x) in live]
     if len(sinks) != 1 or not one_job_sink(sinks[0].port) or stage.channels_out or stage.deferred:
         return False
+    placed = stage.placement  # (a table read whole is written by jobs of its own: `whole_table`)
+    if placed is not None and (
+        any(st.whole for st in placed.native)
+        or (placed.region is not None and any(st.whole for st in placed.region.states))
+    ):
+        return False
     return all(type(x) in LAZY for x in stage.nodes if id(x) in live and id(x) not in given)
 
 

@@ -102,6 +102,9 @@ class NativeState:
     #: what other queries read of it (the state or per-key steps of it): each batch's updated
     #: keys cross as deltas (`channel_versions.py`)
     published: tuple[n.Node, ...] = ()
+    #: nodes of the query that read it whole: its value in a batch is then the whole table, the
+    #: updated keys applied to a copy the executors keep as Parquet (`keyed_state.whole_table`)
+    whole: tuple[n.Node, ...] = ()
 
     @property
     def top(self) -> n.Node:
@@ -218,10 +221,16 @@ def _part_type(g: ast.expr | None, param: str, vt: HType) -> HType | None:
 
 
 def native_of(
-    node: n.Node, inputs: Sequence[n.Node], users: dict[int, list[n.Node]], blocked: str | None
+    node: n.Node,
+    inputs: Sequence[n.Node],
+    users: dict[int, list[n.Node]],
+    blocked: str | None,
+    whole_ok: bool = False,
 ) -> NativeState | str:
     """The native form of the carried keyed aggregate (or top-level `unique()` / `keys()` /
-    keyed `enumerate()`) `node` of one query, or why it has none."""
+    keyed `enumerate()`) `node` of one query, or why it has none. With `whole_ok` (state on
+    the executors by the run's option), readers of the whole table in the query are allowed
+    (`NativeState.whole`), and so are lookups asking for other keys once one is."""
     if isinstance(node, OCCURRENCES):
         return _unique_of(node, inputs, blocked)
     if not isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
@@ -246,6 +255,8 @@ def native_of(
         return alg
     lookups: list[n.KeyedLookup] = []
     published: list[n.Node] = []
+    whole: list[n.Node] = []
+    uncovered: list[n.Node] = []  # lookups that may ask for keys the batch did not update
     todo: list[n.Node] = [node]
     while todo:
         x = todo.pop()
@@ -253,22 +264,35 @@ def native_of(
             if isinstance(u, n.Snapshot):
                 todo.append(u)
             elif isinstance(u, n.KeyedLookup) and u.children[1] is x and u.children[0] is not x:
-                if not requests_covered(u.children[0], node.children[0]):
-                    return (
-                        f"lookup_keyed_singleton() {u.site.label} may ask for keys this batch did not update "
-                        "(its requests are not this state's own input or its keys)"
-                    )
-                lookups.append(u)
+                covered = requests_covered(u.children[0], node.children[0])
+                (lookups if covered else uncovered).append(u)
             elif x is node and (found := published_by(node, u, users)) is not None:
-                if isinstance(found, str):  # read by another query, which applies the updated keys
+                if isinstance(found, str) and not whole_ok:  # another query applies the updated keys
                     return found
-                published.extend(found)
+                (whole if isinstance(found, str) else published).extend([u] if isinstance(found, str) else found)
+            elif whole_ok:
+                whole.append(u)
             else:
                 return f"read whole by {u.op}() {u.site.label} (the aggregation emits only the keys a batch updated)"
-    if not lookups and not published:
-        return "nothing in the query reads it per key"
+    if uncovered and not whole:
+        return (
+            f"lookup_keyed_singleton() {uncovered[0].site.label} may ask for keys this batch did not update "
+            "(its requests are not this state's own input or its keys)"
+        )
+    if not lookups and not published and not whole:
+        return "nothing in the query reads it"
     assert vt is not None
-    return NativeState(node, chain.src, tuple(lookups), alg, vt, kt, chain=chain.steps, published=tuple(published))
+    return NativeState(
+        node,
+        chain.src,
+        tuple(lookups),
+        alg,
+        vt,
+        kt,
+        chain=chain.steps,
+        published=tuple(published),
+        whole=(*whole, *uncovered),
+    )
 
 
 def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> NativeState | str:
@@ -323,6 +347,14 @@ def describe(st: NativeState) -> str:
         )
     readers = [f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups]
     readers += [f"another query reading {x.op}() {x.site.label} as deltas" for x in st.published]
+    if st.whole:
+        by = ", ".join(f"{x.op}() {x.site.label}" for x in st.whole)
+        also = f"; at the keys the batch updated by {', '.join(readers)}" if readers else ""
+        return (
+            f"{WHY}: an algebraic {st.node.op}() of {src}, read whole by {by}: each batch's updated keys are applied "
+            f"to a copy of the table the executors keep as Parquet under <query>/state/blobs/ (O(table) per batch, "
+            f"as reading it whole is){also}"
+        )
     return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {', '.join(readers)})"
 
 
@@ -342,6 +374,7 @@ class NativeAggregations:
     def __init__(self, states: Sequence[NativeState], inputs: dict[int, NativeInput], stage: Stage) -> None:
         self.states = list(states)
         self.inputs = inputs  # id(input node) -> NativeInput
+        self.state_keys = stage.state_keys
         self._parts: list[list[HType]] = []
         #: `keys()` of a native state's own input in the tick -> that state's index: the keys the
         #: batch holds are exactly the keys its aggregation emitted (no distinct over the input)
@@ -422,16 +455,27 @@ class NativeAggregations:
         """How many times `branch` reads the raw union: once per state (each one a scan of every input)."""
         return len(self.states)
 
-    def tables(self, df: Any, live: set[int] | None = None) -> dict[int, Any]:
+    def tables(self, df: Any, live: set[int] | None = None, state: Any = None) -> dict[int, Any]:
         """node id -> the state's value in this batch: a `KTable` of the keys the batch updated
-        (only the `live` ones, when given: each value is a DataFrame built over Py4J)."""
+        (only the `live` ones, when given: each value is a DataFrame built over Py4J); of a
+        state read whole, the whole table (`keyed_state.whole_table`; `state`: the batch's
+        versioned store, which keeps the copy's path)."""
+        from .keyed_state import whole_table
+        from .values import KTable, SFrame
+
         out: dict[int, Any] = {}
-        for i in range(len(self.states)):
+        for i, st in enumerate(self.states):
             c = self._columns(i)
             wanted = [(x, value) for x, value in c.values.items() if live is None or x in live]
             where = None if self.alone else c.mine
             # pending frames over the state's rows: one select each when built
             out.update((x, value(df, where)) for x, value in wanted)
+            if st.whole and id(st.node) in out:
+                assert state is not None, "a state read whole needs the batch's store"
+                updated, key = out[id(st.node)], f"whole:{self.state_keys[id(st.node)]}"
+                rows = updated.frame.df
+                table = whole_table(df.sparkSession, state, key, rows, rows.isEmpty())
+                out[id(st.node)] = KTable(updated.kt, updated.vt, SFrame(table, updated.vt, updated.kt))
         return out
 
     def _columns(self, i: int) -> _Columns:

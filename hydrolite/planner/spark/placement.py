@@ -302,7 +302,7 @@ def place(
         not_native = ""
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
         if native_here and (keyed_aggregate or isinstance(node, OCCURRENCES)):  # unique/keys/enumerate: counts
-            found_native = native_of(node, finder.inputs, finder.users, finder._blocker())
+            found_native = native_of(node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors)
             if not isinstance(found_native, str):
                 natives.append(found_native)
                 placements.append(Placement(node, True, describe_native(found_native), native=True))

@@ -327,7 +327,7 @@ class StageRunner(StageOutputs, HeldBatches):
         if self.region is not None:  # the executor region's answers: the lookups' values
             out.update(self.region.lookup_frames(df, ctx_state))
         if self.native is not None:  # native aggregations: their states' values at the keys updated
-            out.update(self.native.tables(df, self.live))
+            out.update(self.native.tables(df, self.live, ctx_state))
         return out
 
     def _ordered_part(
