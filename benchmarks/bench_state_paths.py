@@ -270,7 +270,7 @@ def report(runs: dict[str, list[dict[str, Any]]], keys: dict[str, float]) -> Non
     print(
         "\nrows = input rows (the files' rows, the same for every path of a kind; Spark's numInputRows counts a row per branch reading it); s = start to end of the availableNow query; first / last / "
         "median = triggerExecution (ms) of the first, last and median micro-batch; us/key = median batch time per "
-        f"distinct key touched in a batch ({', '.join(f'{k}: {v:,.0f}' for k, v in keys.items())}; table: the keys written); drv / JVM MB = VmHWM "
+        f"distinct key touched in a batch ({', '.join(f'{k}: {v:,.0f}' for k, v in keys.items())}; for table, the keys written); drv / JVM MB = VmHWM "
         f"(peak RSS from /proc, {peaks}) of the Python driver and of the JVM (local mode: driver + executors + "
         "RocksDB); wrk MB = peak summed PSS of the JVM's child processes (Python workers; executor JVMs under "
         "local-cluster), sampled every 0.2 s; drv / JVM ms/b = CPU time (user + system, /proc) of the Python driver "

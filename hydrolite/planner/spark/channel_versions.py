@@ -74,6 +74,7 @@ __all__ = [
     "crossings",
     "keep_table",
     "kept_table",
+    "read_whole",
     "latest_scalar",
     "latest_table",
     "published_by",
@@ -167,6 +168,16 @@ def latest_table(
             return None
         return KTable(inp.kt, inp.vt, frame_of(spark, [], inp.vt, [], inp.kt, ordered=False))
     return KTable(inp.kt, inp.vt, SFrame(table, inp.vt, inp.kt))
+
+
+def read_whole(readers: list[n.Node]) -> str:
+    """How a keyed state on the executors is read whole by `readers` of its own query (its
+    reason in `hydrolite plan`; the copy: `keep_table`)."""
+    by = ", ".join(f"{x.op}() {where(x)}" for x in readers)
+    return (
+        f"read whole by {by}: each batch's updated keys are applied to a copy of the table the executors keep as "
+        "Parquet under <query>/state/blobs/ (O(table) per batch, as reading it whole is; never through the driver)"
+    )
 
 
 def kept_table(spark: SparkSession, state: Any, key: str) -> DataFrame | None:

@@ -51,7 +51,7 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import published_by
+from .channel_versions import published_by, read_whole
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
 from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
@@ -348,13 +348,8 @@ def describe(st: NativeState) -> str:
     readers = [f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups]
     readers += [f"another query reading {x.op}() {x.site.label} as deltas" for x in st.published]
     if st.whole:
-        by = ", ".join(f"{x.op}() {x.site.label}" for x in st.whole)
         also = f"; at the keys the batch updated by {', '.join(readers)}" if readers else ""
-        return (
-            f"{WHY}: an algebraic {st.node.op}() of {src}, read whole by {by}: each batch's updated keys are applied "
-            f"to a copy of the table the executors keep as Parquet under <query>/state/blobs/ (O(table) per batch, "
-            f"as reading it whole is){also}"
-        )
+        return f"{WHY}: an algebraic {st.node.op}() of {src}, {read_whole(list(st.whole))}{also}"
     return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {', '.join(readers)})"
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import published_by
+from .channel_versions import published_by, read_whole
 from .held import may_wait_for
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
@@ -344,9 +344,8 @@ def place(
         if state.published:
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
         if state.whole:
-            by = ", ".join(f"{x.op}() {where(x)}" for x in state.whole)
             per_key = f"; per key by {', '.join(readers)}" if readers else ""
-            why = f"keyed, fed per element; {_WHOLE_READ.format(by=by)}{per_key}{not_native}"
+            why = f"keyed, fed per element; {read_whole(list(state.whole))}{per_key}{not_native}"
         else:
             why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
         placements.append(Placement(node, True, why))
@@ -372,10 +371,6 @@ def place(
 _WHOLE = (
     "each version whole: the newest entry's rows, written as Parquet by the executors under <query>/state/blobs/; the "
     "driver keeps the path (channel_versions.latest_table)"
-)
-_WHOLE_READ = (
-    "read whole by {by}: each batch's updated keys are applied to a copy of the table the executors keep as Parquet "
-    "under <query>/state/blobs/ (O(table) per batch, as reading it whole is; never through the driver)"
 )
 _DELTAS_KEPT = (
     "the entries applied to the table kept as Parquet under <query>/state/blobs/: each batch that brings entries "
