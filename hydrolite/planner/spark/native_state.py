@@ -267,9 +267,12 @@ def native_of(
                 covered = requests_covered(u.children[0], node.children[0])
                 (lookups if covered else uncovered).append(u)
             elif x is node and (found := published_by(node, u, users)) is not None:
-                if isinstance(found, str) and not whole_ok:  # another query applies the updated keys
+                if not isinstance(found, str):  # read by another query, which applies the updated keys
+                    published.extend(found)
+                elif whole_ok:  # (a step towards another query that this one reads whole too)
+                    whole.append(u)
+                else:
                     return found
-                (whole if isinstance(found, str) else published).extend([u] if isinstance(found, str) else found)
             elif whole_ok:
                 whole.append(u)
             else:
