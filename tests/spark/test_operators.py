@@ -100,7 +100,7 @@ def test_operators_native_python_and_stateful(spark: SparkSession, tmp_path: Pat
         by_operator,
         last,
     )
-    # the copy of the keyed fold read whole by `entries()` (executor state: `keyed_state.whole_table`),
+    # the copy of the keyed fold read whole by `entries()` (executor state: `channel_versions.whole_table`),
     # a directory per batch that updated a key, of which the newest two stay
     copies = {k: ids for k, ids in by_operator.items() if k.startswith("whole_")}
     assert set(by_operator) == set(deferred_dirs) | set(copies), by_operator

@@ -79,6 +79,7 @@ __all__ = [
     "latest_table",
     "published_by",
     "settle_channels",
+    "whole_table",
     "with_entries",
 ]
 
@@ -208,6 +209,19 @@ def keep_table(spark: SparkSession, state: Any, key: str, rows: DataFrame) -> Da
     state.put(key, (path, rows.schema.jsonValue()), b"table")
     state.put_blob(key, path)  # older versions' directories go when the batch commits
     return spark.read.schema(rows.schema).parquet(path)
+
+
+def whole_table(spark: SparkSession, state: Any, key: str, updated: DataFrame, unchanged: bool) -> DataFrame:
+    """A keyed aggregate's whole table after this batch: the table kept under `key` by the
+    batch before, with the keys the batch `updated` (`k`, `v`) replaced or added (an
+    aggregate never loses a key). The executors write it as Parquet under the query's state
+    (`keep_table`; the driver keeps the path); a batch that updated no key
+    (`unchanged`) reads the kept one."""
+    kept = kept_table(spark, state, key)
+    if unchanged:
+        return kept if kept is not None else updated  # (nothing kept yet: the empty table)
+    entries = updated.select("k", "v", F.lit(False).alias("gone"), F.lit(0).cast("long").alias("_q"))
+    return keep_table(spark, state, key, with_entries(kept, entries))
 
 
 def settle_channels(plan: Plan) -> None:

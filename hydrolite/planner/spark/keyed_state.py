@@ -39,7 +39,7 @@ from itertools import compress
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import Row as SparkRow
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -48,7 +48,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from ... import kernels
 from ...ir import nodes as n
 from ...kernels import KernelError
-from .channel_versions import keep_table, kept_table, with_entries
+from .channel_versions import whole_table
 from .errors import UserFunctionError
 from .folds import LAST, analyze
 from .lambdas import NotTranslatable, TExpr, translate
@@ -554,19 +554,6 @@ class ExecutorRegion:
             typed = map_in_arrow(keyed, reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
-
-
-def whole_table(spark: SparkSession, state: Any, key: str, updated: DataFrame, unchanged: bool) -> DataFrame:
-    """A keyed aggregate's whole table after this batch: the table kept under `key` by the
-    batch before, with the keys the batch `updated` (`k`, `v`) replaced or added (an
-    aggregate never loses a key). The executors write it as Parquet under the query's state
-    (`channel_versions.keep_table`; the driver keeps the path); a batch that updated no key
-    (`unchanged`) reads the kept one."""
-    kept = kept_table(spark, state, key)
-    if unchanged:
-        return kept if kept is not None else updated  # (nothing kept yet: the empty table)
-    entries = updated.select("k", "v", F.lit(False).alias("gone"), F.lit(0).cast("long").alias("_q"))
-    return keep_table(spark, state, key, with_entries(kept, entries))
 
 
 def _join_type(lt: HType, rt: HType) -> HType:

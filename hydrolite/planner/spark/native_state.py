@@ -51,7 +51,7 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import published_by, read_whole
+from .channel_versions import published_by, read_whole, whole_table
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
 from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
@@ -103,7 +103,7 @@ class NativeState:
     #: keys cross as deltas (`channel_versions.py`)
     published: tuple[n.Node, ...] = ()
     #: nodes of the query that read it whole: its value in a batch is then the whole table, the
-    #: updated keys applied to a copy the executors keep as Parquet (`keyed_state.whole_table`)
+    #: updated keys applied to a copy the executors keep as Parquet (`channel_versions.whole_table`)
     whole: tuple[n.Node, ...] = ()
 
     @property
@@ -456,9 +456,8 @@ class NativeAggregations:
     def tables(self, df: Any, live: set[int] | None = None, state: Any = None) -> dict[int, Any]:
         """node id -> the state's value in this batch: a `KTable` of the keys the batch updated
         (only the `live` ones, when given: each value is a DataFrame built over Py4J); of a
-        state read whole, the whole table (`keyed_state.whole_table`; `state`: the batch's
+        state read whole, the whole table (`channel_versions.whole_table`; `state`: the batch's
         versioned store, which keeps the copy's path)."""
-        from .keyed_state import whole_table
         from .values import KTable, SFrame
 
         out: dict[int, Any] = {}
