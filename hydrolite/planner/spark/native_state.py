@@ -51,7 +51,7 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
-from .channel_versions import published_by, read_whole, whole_table
+from .channel_versions import published_by, whole_table
 from .fn_source import function_ast
 from .folds import COUNT, Algebra, analyze
 from .projection import IDENTITY, Cols, chain_to, follow, strip_identity
@@ -328,32 +328,6 @@ def _unique_of(node: n.Node, inputs: Sequence[n.Node], blocked: str | None) -> N
         return f"the type of its input's elements ({src.meta.elem!r}) has no Spark column type"
     assert kt is not None or by != ("k",)
     return NativeState(node, src, (), COUNT, vt, kt if kt is not None and by == ("k",) else vt, by, chain.steps)
-
-
-def _through(st: NativeState) -> str:
-    """' through map() x.py:3, into_keyed() x.py:3': the projections the aggregation computes."""
-    return " through " + ", ".join(f"{x.op}() {x.site.label}" for x in st.chain) if st.chain else ""
-
-
-def describe(st: NativeState) -> str:
-    src = f"{st.input.op}() {st.input.site.label}{_through(st)}"
-    if isinstance(st.node, n.Enumerate):
-        return (
-            f"{WHY}: the keys of {src} counted over all batches; a key's indexes "
-            "in a batch start at its count before it"
-        )
-    if st.occurrences:
-        what = "keys" if st.by == ("k",) else "elements"
-        return (
-            f"{WHY}: the {what} of {src} counted over all batches; "
-            f"the new ones are those whose count is the batch's own"
-        )
-    readers = [f"lookup_keyed_singleton() {x.site.label}" for x in st.lookups]
-    readers += [f"another query reading {x.op}() {x.site.label} as deltas" for x in st.published]
-    if st.whole:
-        also = f"; at the keys the batch updated by {', '.join(readers)}" if readers else ""
-        return f"{WHY}: an algebraic {st.node.op}() of {src}, {read_whole(list(st.whole))}{also}"
-    return f"{WHY}: an algebraic {st.node.op}() of {src}, read only at the keys the batch updated (by {', '.join(readers)})"
 
 
 # ------------------------------------------------------------------ at run time

@@ -60,9 +60,10 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .channel_versions import published_by, read_whole
 from .held import may_wait_for
+from .keyed_option import resolve_keyed_state, resolve_native
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
-from .native_state import describe as describe_native
+from .native_why import describe as describe_native
 from .stages import Plan, Stage, where
 
 #: aggregates whose keyed, carried state may live on the executors
@@ -188,41 +189,6 @@ class StagePlacement:
 
     def of(self, node: n.Node) -> Placement | None:
         return next((p for p in self.placements if p.node is node), None)
-
-
-#: the run option `keyed_state` (`FlowRunner`, `--keyed-state`)
-KEYED_STATE = ("auto", "executors", "driver")
-
-
-def resolve_keyed_state(option: str, master: str) -> tuple[bool, str | None]:
-    """(whether eligible keyed state goes to the executors, the reason when not) for a run
-    option and a Spark master URL.
-
-    `auto` chooses by measurement: on a local master the executors share the driver's cores,
-    and there the driver's store answered the key-value store about 6x faster than the
-    `transformWithStateInPandas` path (3,349 vs 528 rows/s, 5 x 6,000 rows over 10k keys, and
-    `benchmarks/bench_state_paths.py`); the Row-based `transformWithState` processor that
-    replaced it measured 3.05x faster (README, "Keyed state on the executors"), which still
-    leaves the driver ahead (not re-measured side by side); on a cluster master (including
-    `local-cluster`) the executor path scales with the executors while the driver's does not.
-    """
-    if option == "executors":
-        return True, None
-    if option == "driver":
-        return False, None
-    if master.startswith("local") and not master.startswith("local-cluster"):
-        return False, (
-            f"keyed_state='auto' on the local master {master!r}: the executors share the driver's cores and the "
-            "driver store is faster there (--keyed-state executors to partition it anyway)"
-        )
-    return True, None
-
-
-def resolve_native(option: str) -> bool:
-    """Whether eligible algebraic keyed state goes to Spark's native streaming aggregation
-    under a run option: always but with `driver`. On a local master too (`auto`): there it
-    was faster than the driver store (README.md, "Native aggregation")."""
-    return option != "driver"
 
 
 def place_all(plan: Plan, keyed_state: str, master: str) -> None:

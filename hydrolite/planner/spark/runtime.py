@@ -40,12 +40,13 @@ from .feed_mirror import FeedMirrors, mirror_inputs
 from .files import FileWatch
 from .footer_check import check_files, footer_checked
 from .held import HeldBatches, release_held
+from .keyed_option import KEYED_STATE
 from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
 from .lock import CheckpointLock, checkpoint_dir
 from .native_state import OUTPUT_MODE, NativeAggregations
 from .offsets import check_restart
 from .outputs import StageOutputs
-from .placement import KEYED_STATE, place_all
+from .placement import place_all
 from .ports import FeedInput, FileInput, InputBinding, MemorySink, OutputBinding, parse_input, parse_output
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
