@@ -7,12 +7,16 @@ as hydrolite reads it) go through this module, so that reading and writing them 
 assume a local directory:
 
 * a local path (no scheme, or `file:`) uses the OS directly: no JVM round trip on a batch;
-* any other URI goes through Spark's own `CheckpointFileManager` over Py4J, which writes a
-  file whole or not at all exactly as Spark writes its offset log (a temporary file renamed
-  into place on HDFS-like file systems, a single PUT on object stores). It needs the active
-  SparkSession, which every caller has. Replacing a file is atomic where the file system's
-  rename is (HDFS); Hadoop's own local file system (under `viewfs://` in the tests) deletes
-  the old file first, so a concurrent reader may briefly find none.
+* any other URI goes through Hadoop over Py4J (it needs the active SparkSession, which every
+  caller has), writing a file whole or not at all. On a file system whose output streams can
+  be aborted (the object stores: S3A) a file is one stream written in place, which becomes
+  visible whole at `close()` (one PUT) and replaces the old object in one step. Elsewhere it
+  is written as Spark writes its offset log, through Spark's `CheckpointFileManager`: a
+  temporary file renamed into place, atomic where the file system's rename is (HDFS).
+  Renaming over an existing file deletes it first on the others (Hadoop's local file system
+  under `viewfs://` in the tests; S3A, where a rename is a copy, would have a window too), so
+  a concurrent reader there may briefly find no file: the reason object stores write in place
+  (a lease renewed on S3 was once read as missing in CI).
 
 Example::
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 import uuid
 from functools import lru_cache
 from typing import Any
@@ -75,13 +80,30 @@ def read_bytes(path: str) -> bytes | None:
                 return fh.read()
         except FileNotFoundError:
             return None
-    h, stream = _open_remote(path)
-    if stream is None:
-        return None
-    try:
-        return bytes(java_class(h.jvm, "org.apache.commons.io.IOUtils").toByteArray(stream))
-    finally:
-        stream.close()
+    for attempt in range(_READ_ATTEMPTS):
+        try:
+            h, stream = _open_remote(path)
+            if stream is None:
+                return None
+            try:
+                return bytes(java_class(h.jvm, "org.apache.commons.io.IOUtils").toByteArray(stream))
+            finally:
+                stream.close()
+        except Py4JJavaError as exc:
+            why = exc.java_exception.getClass().getSimpleName()
+            if why == "FileNotFoundException":
+                return None  # deleted between the existence check and the read
+            if why not in _REPLACED or attempt == _READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
+# A file replaced while it was read: read the new one. S3A checks the object's ETag on each
+# GET of one open stream; Hadoop's checksummed local file system (under viewfs) renames the
+# file and its checksum one after the other. After a few attempts the error stands.
+_REPLACED = frozenset({"RemoteFileChangedException", "ChecksumException"})
+_READ_ATTEMPTS = 4
 
 
 def _open_remote(path: str) -> tuple[_Hadoop, Any]:
@@ -141,14 +163,16 @@ _EXCLUSIVE = threading.Lock()
 
 
 def _create(h: _Hadoop, p: Any, raw: bytes, overwrite: bool) -> bool:
-    """Write `raw` to `p` whole (a temporary file renamed, or one PUT); False when `overwrite`
+    """Write `raw` to `p` whole (one PUT, or a temporary file renamed); False when `overwrite`
     is off and another writer's file appeared first."""
-    out = h.manager.createAtomic(p, overwrite)
+    out = None
     try:
+        out = h.create(p, overwrite)
         out.write(bytearray(raw))
-        out.close()  # the rename (or the PUT) happens here
+        out.close()  # the PUT (or the rename) happens here
     except Py4JJavaError as exc:
-        out.cancel()
+        if out is not None:
+            out.cancel()
         if not overwrite and exc.java_exception.getClass().getSimpleName() == "FileAlreadyExistsException":
             return False  # another writer made it between our check and our rename
         raise
@@ -215,6 +239,14 @@ class _Hadoop:
         jroot = self._path(root)
         self.fs = jroot.getFileSystem(conf)
         self.manager = _manager_class(jvm).create(jroot, conf)
+        self.in_place = _abortable(self.fs, jroot)
+
+    def create(self, p: Any, overwrite: bool) -> Any:
+        """A stream whose bytes appear at `p` whole at `close()`, and nothing of them after
+        `cancel()`: written in place where streams can be aborted, else renamed into place."""
+        if self.in_place:
+            return _InPlace(self.fs.create(p, overwrite))
+        return self.manager.createAtomic(p, overwrite)
 
     def path(self, path: str) -> Any:
         return self._path(path)
@@ -224,6 +256,36 @@ class _Hadoop:
         `viewfs://` table is read-only: asking to create it again fails)."""
         if not self.manager.exists(p):
             self.manager.mkdirs(p)
+
+
+ABORTABLE = "fs.capability.outputstream.abortable"  # Hadoop's CommonPathCapabilities.ABORTABLE_STREAM
+
+
+def _abortable(fs: Any, root: Any) -> bool:
+    """Whether `fs` can abort an output stream (then a stream's bytes appear only at its close).
+    A file system that cannot answer for its root (`viewfs://`'s mount table has no working
+    directory) is taken as one that cannot: its files are renamed into place, as Spark's."""
+    try:
+        return bool(fs.hasPathCapability(root, ABORTABLE))
+    except Py4JJavaError:
+        return False
+
+
+class _InPlace:
+    """An object store's output stream with the manager's stream's `cancel()`: `abort()`, so
+    that nothing is uploaded."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def write(self, data: bytearray) -> None:
+        self._out.write(data)
+
+    def close(self) -> None:
+        self._out.close()
+
+    def cancel(self) -> None:
+        self._out.abort()
 
 
 def java_class(jvm: Any, name: str) -> Any:
@@ -374,7 +436,7 @@ def upload_atomic(local_file: str, path: str) -> None:
     h = _hadoop(path)
     p = h.path(path)
     h.mkdirs(p.getParent())
-    out = h.manager.createAtomic(p, True)
+    out = h.create(p, True)
     try:
         with open(local_file, "rb") as src:
             while chunk := src.read(_CHUNK):
@@ -382,7 +444,7 @@ def upload_atomic(local_file: str, path: str) -> None:
     except BaseException:
         out.cancel()  # nothing of it appears at `path`
         raise
-    out.close()  # the rename (or the PUT) happens here
+    out.close()  # the PUT (or the rename) happens here
 
 
 def download(path: str, local_file: str) -> bool:

@@ -32,8 +32,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
-
 from . import ckfs
 
 RENEW_SECONDS = 15.0
@@ -58,7 +56,7 @@ class Lease:
         if ckfs.write_atomic(self.path, json.dumps(self.info), overwrite=False):
             self._start()
             return None
-        raw = _read(self.path)
+        raw = ckfs.read_bytes(self.path)
         holder = parse(raw)
         pid = holder.get("pid")
         if holder.get("host") == socket.gethostname() and isinstance(pid, int):
@@ -72,7 +70,7 @@ class Lease:
         )
         ckfs.remove(self.path)
         if not ckfs.write_atomic(self.path, json.dumps(self.info), overwrite=False):  # another taker was faster
-            raise refuse(parse(_read(self.path)), "")
+            raise refuse(parse(ckfs.read_bytes(self.path)), "")
         self._start()
         return holder
 
@@ -86,7 +84,7 @@ class Lease:
         deadline = time.monotonic() + STALE_SECONDS
         while time.monotonic() < deadline:
             time.sleep(min(2.0, RENEW_SECONDS / 3))
-            if _read(self.path) != raw:
+            if ckfs.read_bytes(self.path) != raw:
                 return False
         return True
 
@@ -109,7 +107,7 @@ class Lease:
 
     def renew(self) -> bool:
         """Rewrite the lease with one more renewal; False (and `lost` set) when it is not ours."""
-        holder = parse(_read(self.path))
+        holder = parse(ckfs.read_bytes(self.path))
         if holder.get("token") != self.info["token"]:
             self.lost = f"another runner took its lease {self.path} over ({describe(holder) if holder else 'deleted'})"
             return False
@@ -123,22 +121,8 @@ class Lease:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self.lost is None and parse(_read(self.path)).get("token") == self.info["token"]:
+        if self.lost is None and parse(ckfs.read_bytes(self.path)).get("token") == self.info["token"]:
             ckfs.remove(self.path)
-
-
-def _read(path: str) -> bytes | None:
-    """The lease file's bytes. A checksummed file system (Hadoop's local one under `viewfs://`,
-    say) renames a file and its checksum one after the other, so a read racing a renewal can
-    fail its checksum: read again (a few times, then the error stands)."""
-    for _ in range(4):
-        try:
-            return ckfs.read_bytes(path)
-        except Py4JJavaError as exc:
-            if exc.java_exception.getClass().getSimpleName() != "ChecksumException":
-                raise
-            time.sleep(0.05)
-    return ckfs.read_bytes(path)
 
 
 def parse(raw: bytes | None) -> dict[str, Any]:
