@@ -178,6 +178,30 @@ def lease(ck: str) -> dict[str, Any]:
     return {"scenario": "lease", "seconds": round(time.perf_counter() - t0, 1), "reads": len(reads)}
 
 
+def files(ck: str, workdir: Path) -> dict[str, Any]:
+    """hydrolite's own files on S3A, written in place (one stream, visible at its close): a
+    rewrite replaces them, the first writer wins, a large file streams both ways in chunks,
+    and an upload that fails midway leaves nothing behind."""
+    t0 = time.perf_counter()
+    a = ckfs.join(ck, "q", "a.json")
+    assert ckfs.write_atomic(a, "{}") and ckfs.write_atomic(a, "[1]")
+    assert not ckfs.write_atomic(a, "[2]", overwrite=False) and ckfs.read_text(a) == "[1]"
+    workdir.mkdir(parents=True, exist_ok=True)
+    big = workdir / "big.bin"
+    big.write_bytes(bytes(range(256)) * (3 << 14))  # 12 MiB: several chunks
+    ckfs.upload_atomic(str(big), ckfs.join(ck, "q", "big.bin"))
+    back = workdir / "back.bin"
+    assert ckfs.download(ckfs.join(ck, "q", "big.bin"), str(back)) and back.read_bytes() == big.read_bytes()
+
+    h = ckfs._hadoop(ck)
+    out = h.create(h.path(ckfs.join(ck, "q", "torn.bin")), True)
+    out.write(bytearray(b"half of it"))
+    out.cancel()  # as upload_atomic does when its source fails midway
+    assert ckfs.read_bytes(ckfs.join(ck, "q", "torn.bin")) is None
+    assert sorted(ckfs.list_names(ckfs.join(ck, "q"))) == ["a.json", "big.bin"], ckfs.list_names(ckfs.join(ck, "q"))
+    return {"scenario": "files", "seconds": round(time.perf_counter() - t0, 1)}
+
+
 def main(endpoint: str, bucket: str, workdir: str) -> None:
     spark = spark_session("local[2]", spark_conf(endpoint))
     d = Path(workdir)
@@ -185,6 +209,7 @@ def main(endpoint: str, bucket: str, workdir: str) -> None:
         kvstore_crash(spark, d / "exec", f"s3a://{bucket}/exec", "executors", "before_outputs"),
         channel_crash(spark, d / "ch", f"s3a://{bucket}/ch"),
         lease(f"s3a://{bucket}/lease"),
+        files(f"s3a://{bucket}/files", d / "files"),
     ):
         print(json.dumps(result), flush=True)
     spark.stop()

@@ -41,7 +41,7 @@ def test_crashed_runs_resume_from_an_s3_bucket_alone(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
         results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        assert [r["scenario"] for r in results] == ["kvstore-executors", "channel", "lease"], proc.stdout
+        assert [r["scenario"] for r in results] == ["kvstore-executors", "channel", "lease", "files"], proc.stdout
         keys = object_keys(endpoint, "hydrolite-ck")
     # everything is in the bucket: Spark's logs and state, hydrolite's own files, channel entries
     assert "exec/tick0/spark/commits/2" in keys and any(k.startswith("exec/tick0/spark/state/") for k in keys)
