@@ -213,3 +213,82 @@ def test_an_algebraic_count_read_whole_is_native_and_answers_like_the_driver(
     assert got["executors"]["books"][3] == [("a", 4), ("b", 2), ("c", 1)]
     assert got["executors"]["total"] == {0: [3], 1: [4], 2: [4], 3: [7]}
     assert got["executors"]["asked"] == {0: [("a", 2), ("z",)], 1: [("b", 1)], 2: [("a", 2), ("c", 1)], 3: [("a", 4)]}
+
+
+def test_which_tables_a_batch_updated_is_one_job(spark: SparkSession) -> None:
+    """`updated_tables`: one job answers for every state read whole (one emptiness check per
+    state was one job each); a condition no row meets, and a batch without rows, are False."""
+    from pyspark.sql import functions as F
+
+    from hydrolite.planner.spark.channel_versions import updated_tables
+
+    sc = spark.sparkContext
+    df = spark.range(10).withColumn("tag", F.col("id") % 3)
+    conditions = {"whole:a": F.col("tag") == 1, "whole:b": F.col("id") > 100, "whole:c": F.lit(True)}
+    sc.setJobGroup("hl-updated-tables", "updated_tables")
+    try:
+        assert updated_tables(df, conditions) == {"whole:a": True, "whole:b": False, "whole:c": True}
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup("hl-updated-tables")) == 1
+    assert updated_tables(df.filter("id < 0"), {"whole:a": F.lit(True)}) == {"whole:a": False}
+    assert updated_tables(df, {}) == {}
+
+
+def _two_tables() -> hl.Flow:
+    """Two states read whole in one query, each fed by its own input: a Python fold (the
+    `transformWithState` processor) and a count (Spark's native aggregation). A batch with
+    only one input's elements updates one of them; the other's copy is read as kept."""
+    flow = hl.FlowBuilder("two_tables")
+    p = flow.process(Ledger)
+    books = p.source("move", tuple[str, int]).into_keyed().fold(0, lambda acc, x: acc * 10 + x)
+    asked = p.source("ask", str).map(lambda a: (a, 1)).into_keyed().count()
+    tick = p.tick()
+    b = books.snapshot(tick, nondet("any prefix of the moves"))
+    a = asked.snapshot(tick, nondet("any prefix of the asks"))
+    b.entries().cross_singleton(a.values().fold_commutative(0, lambda s, c: s + c)).all_ticks().sink("books")
+    a.entries().cross_singleton(b.values().fold_commutative(0, lambda s, v: s + v)).all_ticks().sink("asked")
+    return flow.finalize()
+
+
+def test_two_tables_read_whole_where_a_batch_updates_one(spark: SparkSession, tmp_path: Path) -> None:
+    """The expected tables, and the simulator's replay of the run (the driver path is the
+    other tests' business)."""
+    moves = [[("a", 1), ("b", 2)], [], [("a", 3)], []]
+    asks = [[], ["x", "y", "x"], [], ["y"]]
+    inputs = {}
+    for port, entries, t in (("move", moves, tuple[str, int]), ("ask", asks, str)):
+        w = FeedWriter(str(tmp_path / port), from_python(t))
+        for e in entries:
+            w.send_many(e)
+        inputs[port] = f"feed:{tmp_path / port}?maxEntriesPerTrigger=1"
+    outs = {s: f"json:{tmp_path / s}" for s in ("books", "asked")}
+    runner = FlowRunner(
+        _two_tables(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs=inputs,
+        outputs=outs,
+        keyed_state="executors",
+    )
+    run_once(runner)
+    placement = runner.plan.stages[0].placement
+    assert placement is not None
+    fold, count = placement.placements
+    assert fold.executors and not fold.native and "read whole by" in fold.why, fold.describe()
+    assert count.native and "read whole by" in count.why, count.describe()
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+    got = {s: {i: sorted(r, key=repr) for i, r in json_batches(tmp_path / s).items()} for s in outs}
+    # (each row: (the key and its value), the other table's sum of values)
+    assert got["books"] == {
+        0: [(("a", 1), 0), (("b", 2), 0)],
+        1: [(("a", 1), 3), (("b", 2), 3)],
+        2: [(("a", 13), 3), (("b", 2), 3)],
+        3: [(("a", 13), 4), (("b", 2), 4)],
+    }
+    assert got["asked"] == {
+        1: [(("x", 2), 3), (("y", 1), 3)],
+        2: [(("x", 2), 15), (("y", 1), 15)],
+        3: [(("x", 2), 15), (("y", 2), 15)],
+    }

@@ -39,7 +39,7 @@ from itertools import compress
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import Row as SparkRow
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -523,11 +523,20 @@ class ExecutorRegion:
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))
 
-    def lookup_frames(self, df: DataFrame, state: Any) -> dict[int, SFrame | KTable]:
+    def whole_updates(self) -> dict[str, Column]:
+        """Of each state the query reads whole, the condition on the batch's rows that holds
+        for its updated keys' rows (`runtime.updated_tables` asks them all in one job)."""
+        return {
+            key: (F.col("_src") == -1) & (F.col("_rg.tag") == self.tables[node_id][0])
+            for node_id, key in self.whole.items()
+        }
+
+    def lookup_frames(self, df: DataFrame, state: Any, updated: dict[str, bool]) -> dict[int, SFrame | KTable]:
         """The values of the nodes the region answers (lookups, joins) in this batch, typed as
         the driver path types them; of each state another query reads, the keys the batch
         updated (`KTable`); of each state the query reads whole, the whole table
-        (`whole_table`; `state`: the batch's versioned store, which keeps its path)."""
+        (`whole_table`; `state`: the batch's versioned store, which keeps its path; `updated`:
+        whether the batch updated it, by the keys of `whole_updates`)."""
         mine = df.filter(F.col("_src") == -1)
         out: dict[int, SFrame | KTable] = {}
         for node_id, (tag, tk, tv) in self.tables.items():
@@ -535,7 +544,8 @@ class ExecutorRegion:
             schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
             typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}), schema)
             if node_id in self.whole:
-                typed = whole_table(df.sparkSession, state, self.whole[node_id], typed, rows.isEmpty())
+                key = self.whole[node_id]
+                typed = whole_table(df.sparkSession, state, key, typed, not updated[key])
             out[node_id] = KTable(tk, tv, SFrame(typed, tv, tk))
         for node_id, (tag, kt, vt) in self.answers.items():
             rows = mine.filter(F.col("_rg.tag") == tag)

@@ -427,26 +427,44 @@ class NativeAggregations:
         """How many times `branch` reads the raw union: once per state (each one a scan of every input)."""
         return len(self.states)
 
-    def tables(self, df: Any, live: set[int] | None = None, state: Any = None) -> dict[int, Any]:
+    def _whole(self, live: set[int] | None) -> list[tuple[int, str]]:
+        """(index, key of its kept table) of each `live` state the query reads whole."""
+        return [
+            (i, f"whole:{self.state_keys[id(st.node)]}")
+            for i, st in enumerate(self.states)
+            if st.whole and not st.occurrences and (live is None or id(st.node) in live)
+        ]
+
+    def whole_updates(self, live: set[int] | None = None) -> dict[str, Any]:
+        """Of each `live` state the query reads whole, the condition on the batch's rows that
+        holds for its updated keys' rows (`runtime.updated_tables` asks them all in one job)."""
+        from pyspark.sql import functions as F
+
+        return {key: F.lit(True) if self.alone else self._columns(i).mine for i, key in self._whole(live)}
+
+    def tables(
+        self, df: Any, live: set[int] | None = None, state: Any = None, updated: dict[str, bool] | None = None
+    ) -> dict[int, Any]:
         """node id -> the state's value in this batch: a `KTable` of the keys the batch updated
         (only the `live` ones, when given: each value is a DataFrame built over Py4J); of a
         state read whole, the whole table (`channel_versions.whole_table`; `state`: the batch's
-        versioned store, which keeps the copy's path)."""
+        versioned store, which keeps the copy's path; `updated`: whether the batch updated it,
+        by the keys of `whole_updates`)."""
         from .values import KTable, SFrame
 
         out: dict[int, Any] = {}
-        for i, st in enumerate(self.states):
+        for i in range(len(self.states)):
             c = self._columns(i)
             wanted = [(x, value) for x, value in c.values.items() if live is None or x in live]
             where = None if self.alone else c.mine
             # pending frames over the state's rows: one select each when built
             out.update((x, value(df, where)) for x, value in wanted)
-            if st.whole and id(st.node) in out:
-                assert state is not None, "a state read whole needs the batch's store"
-                updated, key = out[id(st.node)], f"whole:{self.state_keys[id(st.node)]}"
-                rows = updated.frame.df
-                table = whole_table(df.sparkSession, state, key, rows, rows.isEmpty())
-                out[id(st.node)] = KTable(updated.kt, updated.vt, SFrame(table, updated.vt, updated.kt))
+        for i, key in self._whole(live):
+            assert state is not None and updated is not None, "a state read whole needs the batch's store"
+            node = self.states[i].node
+            rows = out[id(node)]
+            table = whole_table(df.sparkSession, state, key, rows.frame.df, not updated[key])
+            out[id(node)] = KTable(rows.kt, rows.vt, SFrame(table, rows.vt, rows.kt))
         return out
 
     def _columns(self, i: int) -> _Columns:
