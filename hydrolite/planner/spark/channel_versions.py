@@ -215,10 +215,7 @@ def keep_table(spark: SparkSession, state: Any, key: str, rows: DataFrame) -> Da
 def updated_tables(batch: DataFrame, conditions: dict[str, Any]) -> dict[str, bool]:
     """Whether any row of `batch` meets each condition (the rows of a state read whole that
     its batch updated; the keys are its kept table's): one Spark job for all of them, where
-    one emptiness check per state was one job each.
-
-    >>> updated_tables(spark.range(3), {"t:a": F.col("id") > 1, "t:b": F.col("id") > 5})  # doctest: +SKIP
-    {'t:a': True, 't:b': False}
+    one emptiness check per state was one job each (tests/spark/test_whole_reads.py counts it).
     """
     if not conditions:
         return {}
