@@ -525,7 +525,7 @@ class ExecutorRegion:
 
     def whole_updates(self) -> dict[str, Column]:
         """Of each state the query reads whole, the condition on the batch's rows that holds
-        for its updated keys' rows (`runtime.updated_tables` asks them all in one job)."""
+        for its updated keys' rows (`channel_versions.updated_tables` asks them all in one job)."""
         return {
             key: (F.col("_src") == -1) & (F.col("_rg.tag") == self.tables[node_id][0])
             for node_id, key in self.whole.items()

@@ -437,7 +437,7 @@ class NativeAggregations:
 
     def whole_updates(self, live: set[int] | None = None) -> dict[str, Any]:
         """Of each `live` state the query reads whole, the condition on the batch's rows that
-        holds for its updated keys' rows (`runtime.updated_tables` asks them all in one job)."""
+        holds for its updated keys' rows (`channel_versions.updated_tables` asks them all in one job)."""
         from pyspark.sql import functions as F
 
         return {key: F.lit(True) if self.alone else self._columns(i).mine for i, key in self._whole(live)}
