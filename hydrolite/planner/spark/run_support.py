@@ -4,7 +4,8 @@
 run back later (the element types of each sink, the binding of each port); `busy` says
 whether a query is doing real work (for `--until-idle`); `pickle_user_modules` makes user
 functions (and the user modules they reach) travel to Spark's Python workers by value;
-`diagnose_natives` finds the element a translated function failed on.
+`diagnose_natives` finds the element a translated function failed on; `executor_values` takes
+a batch's values of the state kept on the executors.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sysconfig
 from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.cloudpickle import register_pickle_by_value
 from pyspark.sql.streaming.query import StreamingQuery
@@ -27,10 +28,15 @@ from pyspark.sql.streaming.query import StreamingQuery
 from ...ir.graph import Flow
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ckfs
+from .channel_versions import updated_tables
 from .errors import BadDataError, SparkRunError, describe_spark_error, site_of
 from .exec import BatchCtx
 from .ports import InputBinding, OutputBinding, collect_values
 from .values import SFrame
+
+if TYPE_CHECKING:
+    from .keyed_state import ExecutorRegion
+    from .native_state import NativeAggregations
 
 
 def record_sink_type(checkpoint: str, port: str, sf: SFrame) -> None:
@@ -197,3 +203,21 @@ def left_out_elements(runner: Any, uris: Mapping[int, list[str]]) -> bool:
         if found:
             return True
     return False
+
+
+def executor_values(
+    df: Any, region: ExecutorRegion | None, native: NativeAggregations | None, state: Any, live: set[int] | None
+) -> dict[int, Any]:
+    """The batch's values of the state the streaming plan kept on the executors: the executor
+    region's answers (lookups, joins) and the native aggregations' tables (of the `live`
+    nodes). The states the query reads whole get a new copy only when the batch updated them,
+    which one Spark job tells for all of them (`channel_versions.updated_tables`)."""
+    whole = region.whole_updates() if region is not None else {}
+    whole |= native.whole_updates(live) if native is not None else {}
+    updated = updated_tables(df, whole)
+    out: dict[int, Any] = {}
+    if region is not None:
+        out.update(region.lookup_frames(df, state, updated))
+    if native is not None:
+        out.update(native.tables(df, live, state, updated))
+    return out

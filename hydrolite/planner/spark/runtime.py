@@ -32,7 +32,7 @@ from ...ir import nodes as n
 from ...ir.graph import Flow
 from ...ir.meta import Kind
 from . import ckfs, ops, ops_state, run_support  # noqa: F401  (ops, ops_state: register the node handlers)
-from .channel_versions import VERSIONED, latest_scalar, latest_table, updated_tables
+from .channel_versions import VERSIONED, latest_scalar, latest_table
 from .errors import SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
@@ -325,13 +325,7 @@ class StageRunner(StageOutputs, HeldBatches):
                     out[id(inp.node)] = table
             else:
                 out[id(inp.node)] = sf
-        whole = self.region.whole_updates() if self.region is not None else {}  # states read whole: updated?
-        whole |= self.native.whole_updates(self.live) if self.native is not None else {}
-        updated = updated_tables(df, whole)  # (one job for all of them)
-        if self.region is not None:  # the executor region's answers: the lookups' values
-            out.update(self.region.lookup_frames(df, ctx_state, updated))
-        if self.native is not None:  # native aggregations: their states' values at the keys updated
-            out.update(self.native.tables(df, self.live, ctx_state, updated))
+        out.update(run_support.executor_values(df, self.region, self.native, ctx_state, self.live))
         return out
 
     def _ordered_part(
