@@ -230,6 +230,12 @@ def _aligned_pattern(prog: Program, d: Draw) -> None:
         prog.sinks.append(f'{out.name}.all_ticks().sink("aligned")')
 
 
+#: keyed aggregates of a join's pairs a store may keep (the join's processor folds them)
+JOINED_AGGREGATES = [
+    "fold_commutative(0, lambda a, x: a + x)",
+    "count()",
+    "reduce_commutative(lambda a, b: max(a, b))",
+]
 #: keyed aggregates a store may keep (order-sensitive ones included: the executor path must
 #: fold each key's elements in arrival order)
 STORE_AGGREGATES = [
@@ -248,7 +254,15 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
     requests of another input batched into t1 — the shape whose state Spark keeps on the
     executors (placement.py); a second reader or a whole read keeps it on the driver."""
     agg = d.choice(STORE_AGGREGATES)
-    kf = prog.new(f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed().{agg}", "ksingle", None, key="int")
+    fed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
+    other = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int") if per_key else None
+    if other is not None and d.int(0, 2) == 0:
+        # a store of a join's pairs (commutative: the pairs have no order), folded by the join's
+        # own processor next to both sides' histories (`placement._Finder.joined`)
+        agg = d.choice(JOINED_AGGREGATES)
+        left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
+        fed = f"{src.name}.map({left}).join({other.name}.map({right})).into_keyed().map(lambda ab: ab[0] * 10 + ab[1])"
+    kf = prog.new(f"{fed}.{agg}", "ksingle", None, key="int")
     snap = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1", key="int")
     if per_key or d.int(0, 3):  # mostly read per key only (the executor path); else other operators may read it whole
         prog.vars.remove(kf)

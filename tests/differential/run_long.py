@@ -47,13 +47,15 @@ def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> O
         return Outcome("error", traceback.format_exc(limit=8))
 
 
-def _draw(seed: int, clusters: bool, keyed_state: str = "mixed") -> tuple[str, Steps, Runner, str]:
+def _draw(seed: int, clusters: bool, keyed_state: str = "mixed", store: bool = False) -> tuple[str, Steps, Runner, str]:
     """The program, inputs and runner of one seed, and what to add to its reproducer: a plain
     program (`progen`, with where its keyed state lives: `keyed_state`, or for `mixed` drawn
-    per seed) or a cluster program (`progen_cluster`, run with its member count)."""
+    per seed; with `store`, the keyed-store shape `test_keyed_stores_on_the_executors_match_the_simulator`
+    draws) or a cluster program (`progen_cluster`, run with its member count)."""
     d = RandomDraw(random.Random(seed))
     if not clusters:
-        source, steps = generate(d).source(), inputs(d, ["xs", "ys", "ks", "ws"])
+        prog = generate(d, max_ops=4, store=True) if store else generate(d)
+        source, steps = prog.source(), inputs(d, ["xs", "ys", "ks", "ws"])
         where = d.choice(KEYED_STATES) if keyed_state == "mixed" else keyed_state
 
         def placed(spark: Any, source: str, steps: Steps) -> Outcome:
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         default="mixed",
         help="where plain programs keep keyed state (mixed: drawn per seed, written to the reproducer)",
     )
+    ap.add_argument("--store", action="store_true", help="generate keyed stores read per key (progen store=True)")
     ap.add_argument(
         "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
     )
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     found: list[str] = []
     t0 = time.time()
     for i, seed in enumerate(seeds):
-        source, steps, runner, extra = _draw(seed, args.clusters, args.keyed_state)
+        source, steps, runner, extra = _draw(seed, args.clusters, args.keyed_state, args.store)
         t = time.time()
         out = _safe(spark, source, steps, runner)
         counts[out.status] += 1

@@ -13,7 +13,7 @@ batch fails saying which version and operation, unless `skipChangeCommits=true` 
 versions whole. Compactions (`OPTIMIZE`: files rewritten with `dataChange: false`) add no rows.
 
 Errors raised while a batch reads name the port and the version, not the table's path: the
-runtime would take a message with an input's path for a type mismatch (`runtime._explain`).
+runtime would take a message with an input's path for a type mismatch (`run_support.explain_failure`).
 
 Rows are checked against the port's type: a null where the type is not optional fails
 the batch with `BadDataError` (the column's types are checked once, before the query starts,
@@ -94,7 +94,7 @@ def commit_actions(path: str, version: int) -> list[dict[str, Any]]:
         with open(log, encoding="utf-8") as fh:
             return [json.loads(line) for line in fh if line.strip()]
     except FileNotFoundError as exc:
-        raise SparkRunError(  # the table's path stays out of errors raised while a batch reads (see runtime._explain)
+        raise SparkRunError(  # the table's path stays out of errors raised while a batch reads (see run_support.explain_failure)
             f"delta table: the log entry of version {version} is gone (_delta_log/{version:020d}.json); "
             "the stream still needs it\n"
             "  fix: keep the log longer (the table property delta.logRetentionDuration), or start a new "

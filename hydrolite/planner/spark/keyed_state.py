@@ -12,7 +12,7 @@ version before it):
    `(gk, tag, _r1.._r5, x)`: `gk` the pickled (state key, element key), `tag` its chain, `_r*` its
    arrival order (see `ORDER`), `x` the pickled (key, value);
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
-   and `_Processor.handleInputRows` folds the key's new elements, in arrival order, into the
+   and `Processor.handleInputRows` folds the key's new elements, in arrival order, into the
    accumulator held in a `ValueState` (Spark's RocksDB state store), then answers the key's
    lookups with the value as of the end of the batch — what the tick's snapshot sees — and,
    for a state another query reads, emits the key's new value (a delta, `channel_versions.py`);
@@ -35,22 +35,36 @@ import pickle
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import compress
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import Row as SparkRow
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from ... import kernels
 from ...ir import nodes as n
-from ...kernels import KernelError
 from .channel_versions import whole_table
 from .errors import UserFunctionError
 from .folds import LAST, analyze
+from .keyed_processor import (
+    ANSWERS,
+    ASK,
+    ASK_PRESENT,
+    FOLD,
+    INNER,
+    LEFT,
+    ORDER,
+    ORDER_FIELDS,
+    ORDER_TYPES,
+    RIGHT,
+    AggFn,
+    Item,
+    JoinedFold,
+    JoinFn,
+    Op,
+    Processor,
+    run_op,
+)
 from .lambdas import NotTranslatable, TExpr, translate
 from .placement import Chain, Region
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
@@ -58,27 +72,12 @@ from .types import OPAQUE, HType, ListT, OptT, TupleT, fold_type, infer_result, 
 from .values import KTable, SFrame
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-#: the order columns of a region's rows: (file mtime | seq | task position, file path,
-#: split start, task position, index within a flat_map's result)
-ORDER = ("_r1", "_r2", "_r3", "_r4", "_r5")
-#: their names inside the stateful operator (PySpark renames columns starting with "_" there)
-_INNER = ("r1", "r2", "r3", "r4", "r5")
-_ORDER_TYPES = (T.LongType(), T.StringType(), T.LongType(), T.LongType(), T.LongType())
-_ORDER_FIELDS = [T.StructField(c, t) for c, t in zip(_INNER, _ORDER_TYPES)]
 _CHAINED = T.StructType(
     [
         T.StructField("gk", T.BinaryType()),
         T.StructField("tag", T.IntegerType()),
-        *_ORDER_FIELDS,
+        *ORDER_FIELDS,
         T.StructField("x", T.BinaryType()),
-    ]
-)
-_ANSWERS = T.StructType(
-    [
-        T.StructField("tag", T.IntegerType()),
-        *_ORDER_FIELDS,
-        T.StructField("k", T.BinaryType()),
-        T.StructField("v", T.BinaryType()),
     ]
 )
 _KIND = {
@@ -138,20 +137,12 @@ def state_type(node: n.Node, chain_vt: HType) -> HType:
 
 # ------------------------------------------------------------------ what the workers run
 @dataclass(frozen=True)
-class _Op:
-    kind: str
-    keyed: bool  # applies to the values of (key, value) pairs
-    f: Any
-    site: FnSite
-
-
-@dataclass(frozen=True)
 class _ChainFn:
     tag: int
     state: str  # the stable key of the state it feeds or reads (`Stage.state_keys`)
     src: int  # the input's index in the query's union (`_src`)
-    ops: tuple[_Op, ...]
-    pairs: _Op | None = None  # a join side: split its (key, value) elements last (this op's site)
+    ops: tuple[Op, ...]
+    pairs: Op | None = None  # a join side: split its (key, value) elements last (this op's site)
 
 
 @dataclass(frozen=True)
@@ -163,32 +154,6 @@ class _InputFn:
     file: bool  # a file input: `_file` (path, start, mtime, bad)
     latest_first: bool
     gone: bool = False  # a keyed table's deltas: an element is (value, tombstone)
-
-
-Item = tuple[tuple[Any, ...], Any, Any]  # (order, key, value)
-
-
-def _run_op(op: _Op, items: list[Item]) -> list[Item]:
-    values = [v for _, _, v in items]
-    try:
-        if op.kind == "into_keyed":
-            return [(o, k, v) for (o, _, _), (k, v) in zip(items, kernels.split_pairs(values))]
-        if op.kind == "entries":
-            return [(o, None, (k, v)) for o, k, v in items]
-        if op.kind == "values":
-            return [(o, None, v) for o, _, v in items]
-        if op.kind == "map":
-            return [(o, k, r) for (o, k, _), r in zip(items, kernels.map_values(op.f, values))]
-        if op.kind == "filter":
-            return list(compress(items, kernels.filter_mask(op.f, values)))
-        if op.kind == "filter_map":
-            mask, results = kernels.filter_map_results(op.f, values)
-            return [(o, k, r) for (o, k, _), r, keep in zip(items, results, mask) if keep]
-        groups = kernels.flat_map_groups(op.f, values)
-        return [((*o[:4], i), k, r) for (o, k, _), g in zip(items, groups) for i, r in enumerate(g)]
-    except KernelError as e:
-        element = (items[e.index][1], e.element) if op.keyed else e.element
-        raise op.site.fail(element, e.cause) from e.cause
 
 
 def _orders(rb: Any, rows: list[int], inp: _InputFn, first: int) -> list[tuple[Any, ...]]:
@@ -250,13 +215,13 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
                 for ch in mine if items else []:
                     out = items
                     for op in ch.ops:
-                        out = _run_op(op, out)
+                        out = run_op(op, out)
                     if ch.pairs is not None:
-                        out = _run_op(ch.pairs, out)
+                        out = run_op(ch.pairs, out)
                     for o, k, v in out:
                         cols["gk"].append(pickle.dumps((ch.state, k), protocol=5))
                         cols["tag"].append(ch.tag)
-                        for name, x in zip(_INNER, o):
+                        for name, x in zip(INNER, o):
                             cols[name].append(x)
                         cols["x"].append(pickle.dumps((k, v), protocol=5))
             first += rb.num_rows
@@ -268,143 +233,6 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
 def _arrow_schema(st: T.StructType) -> Any:
     kinds = {"BinaryType": pa.binary(), "IntegerType": pa.int32(), "LongType": pa.int64(), "StringType": pa.string()}
     return pa.schema([pa.field(f.name, kinds[type(f.dataType).__name__]) for f in st.fields])
-
-
-@dataclass(frozen=True)
-class _AggFn:
-    """How one executor state folds its elements (`hydrolite.kernels`, as the simulator)."""
-
-    kind: str  # fold | reduce | count | first | last | table (a version read as deltas)
-    f: Any
-    has_init: bool
-    init: Any
-    site: FnSite
-    publish: int | None = None  # the tag of its updated keys' rows, when another query reads it
-
-    def fold(self, key: Any, has: bool, acc: Any, xs: list[Any]) -> tuple[bool, Any]:
-        try:
-            if self.kind in ("fold", "reduce"):
-                return kernels.fold_values(self.f, acc, has, xs)
-            if self.kind == "count":
-                return True, kernels.count_values(acc, xs)
-            if self.kind == "first":
-                return kernels.first_values(has, acc, xs)
-            if self.kind == "table":  # the newest entry: a value, or a tombstone (no value)
-                v, dead = xs[-1]
-                return (False, None) if dead else (True, v)
-            return kernels.last_values(has, acc, xs)
-        except KernelError as e:
-            raise self.site.fail((key, e.element), e.cause) from e.cause
-
-
-@dataclass(frozen=True)
-class _JoinFn:
-    """A join of unbounded streams: both sides' elements so far, per key."""
-
-    out: int  # the tag of its output rows
-    cross: bool = False  # a cross product: one key (None), pairs (a, b) without it
-
-
-#: what a chain's rows are to the state they reach
-FOLD, ASK, ASK_PRESENT, LEFT, RIGHT = "fold", "ask", "ask_present", "left", "right"
-Row = tuple[int, tuple[Any, ...], bytes]  # (tag, order, pickled (key, value))
-
-
-class _Processor(StatefulProcessor):
-    """Step 2: one key's new elements folded into its state, then its lookups answered (or,
-    for a join, the new elements paired with the other side's elements so far).
-
-    Row-based (`transformWithState`): a key's rows arrive as `Row`s and its answers leave as
-    `Row`s, without a pandas DataFrame each way per key (measured ~2x faster per key than
-    `transformWithStateInPandas`, README "Keyed state on the executors")."""
-
-    def __init__(self, aggs: dict[str, _AggFn | _JoinFn], tags: dict[int, str]) -> None:
-        self.aggs = aggs  # state key -> what its state does
-        self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT
-        self.value: Any = None
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        # one variable: a grouping key (state key, element key) belongs to exactly one state, so
-        # states can come and go between runs without changing Spark's operator (upgrade.py)
-        self.value = handle.getValueState("acc", "acc binary")
-
-    def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        state_key, k = pickle.loads(key[0])
-        fn = self.aggs[state_key]
-        by_role: dict[str, list[Row]] = {}
-        tags = self.tags
-        for r in rows:  # (gk, tag, r1..r5, x), as _CHAINED
-            by_role.setdefault(tags[r[1]], []).append((r[1], r[2:7], r[7]))
-        for rs in by_role.values():
-            rs.sort(key=_order)  # arrival order
-        out: list[Any] = []
-        if isinstance(fn, _JoinFn):
-            self._join(fn, k, by_role, out)
-        else:
-            self._fold(fn, k, by_role, out)
-        return iter(out)
-
-    def _stored(self) -> Any:
-        # one round trip to the state store: `get` answers None for a key without state
-        found = self.value.get()
-        return None if found is None else pickle.loads(found[0])
-
-    def _fold(self, agg: _AggFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
-        # a key is in the table once an element reached it (a fold's init or a count's 0 is
-        # only where its accumulator starts, not a value for keys never seen)
-        news = by_role.get(FOLD, [])
-        # last(): the new value does not depend on the stored one, so no `get` (a round trip
-        # to the state server, a third of a put's cost)
-        stored: tuple[bool, Any] | None = None if news and agg.kind in ("last", "table") else self._stored()
-        known = stored is not None
-        has, acc = stored if stored is not None else (agg.has_init, agg.init)
-        if news:
-            has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
-            if has or agg.kind != "table":
-                self.value.update((pickle.dumps((has, acc), protocol=5),))
-            else:  # a tombstone: the key leaves the table
-                self.value.clear()
-            known = True
-            if agg.publish is not None and has:  # the key's new value, for another query (a delta)
-                out.append(_answer(agg.publish, _NO_ORDER, k, acc))
-        has = has and known
-        for role in (ASK, ASK_PRESENT):
-            if role == ASK_PRESENT and not has:
-                continue  # get_many_if_present drops a request without a value
-            for tag, o, x in by_role.get(role, []):
-                _, v = pickle.loads(x)
-                out.append(_answer(tag, o, k, (v, acc if has else None)))
-
-    def _join(self, fn: _JoinFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
-        stored = self._stored()
-        lefts, rights = stored if stored is not None else ([], [])
-        new_l = [pickle.loads(x)[1] for _, _, x in by_role.get(LEFT, [])]
-        new_r = [pickle.loads(x)[1] for _, _, x in by_role.get(RIGHT, [])]
-        if not new_l and not new_r:
-            return
-        self.value.update((pickle.dumps((lefts + new_l, rights + new_r), protocol=5),))
-        zero = _NO_ORDER  # a join's output has no order
-        pairs = [(a, b) for a in new_l for b in rights] + [(a, b) for a in lefts + new_l for b in new_r]
-        for pair in pairs:
-            out.append(_answer(fn.out, zero, None, pair if fn.cross else (k, pair)))
-
-    def close(self) -> None:
-        pass
-
-
-_NO_ORDER = (0, "", 0, 0, 0)  # the order columns of rows that have none (a join's pairs, a table's rows)
-
-
-def _order(r: Row) -> tuple[Any, ...]:
-    return r[1]
-
-
-#: an answer row, as _ANSWERS
-_AnswerRow = SparkRow(*_ANSWERS.names)
-
-
-def _answer(tag: int, order: tuple[Any, ...], k: Any, v: Any) -> Any:
-    return _AnswerRow(tag, *order, pickle.dumps(k, protocol=5), pickle.dumps(v, protocol=5))
 
 
 # ------------------------------------------------------------------ what the runtime uses
@@ -426,19 +254,19 @@ def _site(node: n.Node, stage: str) -> FnSite:
     return FnSite(node.op, node.site.file, node.site.line, UNKNOWN_BATCH, stage)
 
 
-def _agg(node: n.Node, stage: str, publish: int | None = None) -> _AggFn:
+def _agg(node: n.Node, stage: str, publish: int | None = None) -> AggFn:
     site = _site(node, stage)
     if isinstance(node, n.Fold):
-        return _AggFn("fold", node.f, True, node.init, site, publish)
+        return AggFn("fold", node.f, True, node.init, site, publish)
     if isinstance(node, n.Reduce):
         # a reduce keeping the newer element (the key-value store's `lambda _old, new: new`)
         # is last(): its state is written without being read
         alg = analyze(node.f, None, reduce=True)
         keeps_last = alg is not None and alg.parts == LAST.parts
-        return _AggFn("last" if keeps_last else "reduce", node.f, False, None, site, publish)
+        return AggFn("last" if keeps_last else "reduce", node.f, False, None, site, publish)
     if isinstance(node, n.Count):
-        return _AggFn("count", None, True, 0, site, publish)
-    return _AggFn("first" if isinstance(node, n.First) else "last", None, False, None, site, publish)
+        return AggFn("count", None, True, 0, site, publish)
+    return AggFn("first" if isinstance(node, n.First) else "last", None, False, None, site, publish)
 
 
 class ExecutorRegion:
@@ -451,7 +279,7 @@ class ExecutorRegion:
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
         self.tags: dict[int, str] = {}
-        self.aggs: dict[str, _AggFn | _JoinFn] = {}
+        self.aggs: dict[str, AggFn | JoinFn] = {}
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
         # slot -> the state's stable key (a version read as deltas: its channel's, as its input's)
@@ -461,34 +289,51 @@ class ExecutorRegion:
         self.tables: dict[int, tuple[int, HType, HType]] = {}
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
+        # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
+        join_key: dict[int, str] = {}  # a join's node -> its state key
+        join_out: dict[int, HType] = {}  # a join's node -> the type of its output elements
+        for j in region.joins:
+            key, cross = keys[id(j.node)], isinstance(j.node, n.CrossProduct)
+            split = Op("values" if cross else "into_keyed", False, None, _site(j.node, stage))  # cross: key None
+            lt, _ = self._chain(j.left, key, LEFT, split)
+            rt, _ = self._chain(j.right, key, RIGHT, split)
+            join_key[id(j.node)], join_out[id(j.node)] = key, TupleT((lt, rt)) if cross else _join_type(lt, rt)
+            self.answers[id(j.node)] = (j.left.tag, None, join_out[id(j.node)])
+        # slot -> the state key its rows and its lookups' requests are grouped under
+        group = {s.slot: join_key[id(s.joined.input)] if s.joined else key_of[s.slot] for s in region.states}
+        folds: dict[str, list[JoinedFold]] = {key: [] for key in join_key.values()}
+        asks: dict[str, list[tuple[int, str]]] = {key: [] for key in join_key.values()}
         fed: dict[int, HType] = {}  # slot -> the type of the elements its chains end with
         for st in region.states:
-            vt, kt = self._fed(st.chains, key_of[st.slot])
-            fed[st.slot] = vt
-            self.aggs[key_of[st.slot]] = (
+            agg = (
                 _agg(st.node, stage, st.publish)
                 if st.table is None
-                else _AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
+                else AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
             )
+            if st.joined is not None:
+                vt, kt = chain_types(st.joined, join_out[id(st.joined.input)], None)
+                folds[group[st.slot]].append(JoinedFold(key_of[st.slot], agg, self._ops(st.joined)))
+            else:
+                vt, kt = self._fed(st.chains, key_of[st.slot])
+                self.aggs[key_of[st.slot]] = agg
+            fed[st.slot] = vt
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
             if st.whole:
                 self.whole[id(st.node)] = f"whole:{key_of[st.slot]}"
         for lk in region.lookups:
-            vt, kt = self._chain(lk.chain, key_of[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
+            vt, kt = self._chain(lk.chain, group[lk.slot], ASK if lk.node.keep_missing else ASK_PRESENT)
             state = next(x for x in region.states if x.slot == lk.slot)
+            if state.joined is not None:
+                asks[group[lk.slot]].append((lk.chain.tag, key_of[lk.slot]))
             rt = fed[lk.slot] if state.table is not None else state_type(state.node, fed[lk.slot])
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
         for j in region.joins:
-            key, cross = keys[id(j.node)], isinstance(j.node, n.CrossProduct)
-            split = _Op("values" if cross else "into_keyed", False, None, _site(j.node, stage))  # cross: key None
-            lt, _ = self._chain(j.left, key, LEFT, split)
-            rt, _ = self._chain(j.right, key, RIGHT, split)
-            self.aggs[key] = _JoinFn(j.left.tag, cross)
-            self.answers[id(j.node)] = (j.left.tag, None, TupleT((lt, rt)) if cross else _join_type(lt, rt))
+            key = join_key[id(j.node)]
+            self.aggs[key] = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), tuple(asks[key]))
 
     def _fed(self, chains: tuple[Chain, ...], state: str) -> tuple[HType, HType | None]:
         """The (value, key) types of the elements that `chains` fold into `state`: one
@@ -501,15 +346,17 @@ class ExecutorRegion:
             vt, kt = common_type(vt, v2), (common_type(kt, k2) if kt is not None and k2 is not None else kt)
         return vt, kt
 
-    def _chain(self, ch: Chain, state: str, role: str, pairs: _Op | None = None) -> tuple[HType, HType | None]:
+    def _chain(self, ch: Chain, state: str, role: str, pairs: Op | None = None) -> tuple[HType, HType | None]:
         inp = self.by_node[id(ch.input)]
-        ops = tuple(
-            _Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, self.stage))
-            for op in ch.ops
-        )
-        self.chains.append(_ChainFn(ch.tag, state, inp.src, ops, pairs))
+        self.chains.append(_ChainFn(ch.tag, state, inp.src, self._ops(ch), pairs))
         self.tags[ch.tag] = role
         return chain_types(ch, inp.vt, inp.kt)
+
+    def _ops(self, ch: Chain) -> tuple[Op, ...]:
+        return tuple(
+            Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, self.stage))
+            for op in ch.ops
+        )
 
     def branch(self, raw: DataFrame) -> DataFrame:
         """The region's part of the streaming plan: its answers as rows `(_src=-1, _rg)`."""
@@ -519,9 +366,9 @@ class ExecutorRegion:
         with warnings.catch_warnings():  # (PySpark wraps the processor in a pandas UDF; no pandas runs)
             warnings.filterwarnings("ignore", message=PANDAS_NOTE)
             answers = chained.groupBy("gk").transformWithState(
-                _Processor(self.aggs, self.tags), _ANSWERS, "Append", "None"
+                Processor(self.aggs, self.tags), ANSWERS, "Append", "None"
             )
-        return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in _ANSWERS.fields]).alias("_rg"))
+        return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in ANSWERS.fields]).alias("_rg"))
 
     def whole_updates(self) -> dict[str, Column]:
         """Of each state the query reads whole, the condition on the batch's rows that holds
@@ -555,11 +402,11 @@ class ExecutorRegion:
                 out[node_id] = SFrame(map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}), schema), vt)
                 continue
             keyed = rows.select(
-                *[F.col(f"_rg.{c}").alias(o) for c, o in zip(_INNER, ORDER)],
+                *[F.col(f"_rg.{c}").alias(o) for c, o in zip(INNER, ORDER)],
                 F.col("_rg.k").alias("k"),
                 F.col("_rg.v").alias("v"),
             )
-            fields = [*[T.StructField(c, t) for c, t in zip(ORDER, _ORDER_TYPES)], T.StructField("k", kt.spark())]
+            fields = [*[T.StructField(c, t) for c, t in zip(ORDER, ORDER_TYPES)], T.StructField("k", kt.spark())]
             schema = T.StructType([*fields, T.StructField("v", vt.spark())])
             typed = map_in_arrow(keyed, reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)

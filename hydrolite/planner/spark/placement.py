@@ -64,10 +64,20 @@ from .keyed_option import resolve_keyed_state, resolve_native
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
 from .native_why import describe as describe_native
+from .placement_why import (
+    DELTAS_KEPT,
+    EXECUTOR_AGGREGATES,
+    JOIN_WHY,
+    TABLE_WHY,
+    WHOLE,
+    deferred_rows,
+    history_why,
+    keeps_key,
+    not_partitioned,
+    read_whole_why,
+)
 from .stages import Plan, Stage, where
 
-#: aggregates whose keyed, carried state may live on the executors
-EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
 #: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
 _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries, n.Values)
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
@@ -109,6 +119,10 @@ class ExecutorState:
     whole: tuple[n.Node, ...] = ()
     #: another query reads it (channel_versions.py)
     published: bool = False
+    #: fed by a join of unbounded streams kept per key on the executors instead of by
+    #: `chains` (`_Finder.joined`): the join's node, and the steps from its output, each
+    #: keeping the join's key; the join's processor folds its new pairs (`keyed_processor`)
+    joined: Chain | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +273,9 @@ def place(
     native_here = executors if native is None else native
     why_driver = driver_why or "the run asked for driver state (keyed_state='driver')"
     finder = _Finder(stage)
+    if joins_here:
+        found_joins = (finder.join_of(x) for x in stage.stateful if isinstance(x, n.Join))
+        finder.joins = {id(j.node): j for j in found_joins if isinstance(j, ExecutorJoin)}
     states: list[ExecutorState] = []
     lookups: list[ExecutorLookup] = []
     placed_joins: list[ExecutorJoin] = []
@@ -274,7 +291,7 @@ def place(
                 placements.append(Placement(node, True, describe_native(found_native), native=True))
                 continue
             not_native = f" (not {NATIVE_WHY}: {found_native})"
-        rows = _deferred_rows(node)
+        rows = deferred_rows(node)
         if rows is not None:
             placements.append(Placement(node, False, rows, rows=True))
             continue
@@ -288,16 +305,16 @@ def place(
             moot = not keyed_aggregate
             if moot and not native_here and isinstance(node, OCCURRENCES):
                 moot = isinstance(native_of(node, finder.inputs, finder.users, finder._blocker()), str)
-            why = (_not_partitioned(node) or why_driver) if moot else why_driver
+            why = (not_partitioned(node) or why_driver) if moot else why_driver
             placements.append(Placement(node, False, why + not_native))
             continue
         if isinstance(node, (n.Join, n.CrossProduct)):
-            side = finder.join_of(node)
+            side = finder.joins.get(id(node)) or finder.join_of(node)
             if isinstance(side, str):
                 placements.append(_history_placement(node, side))
             else:
                 placed_joins.append(side)
-                placements.append(Placement(node, True, _JOIN_WHY[type(node)]))
+                placements.append(Placement(node, True, JOIN_WHY[type(node)]))
             continue
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
@@ -309,92 +326,36 @@ def place(
         readers = [f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups]
         if state.published:
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
+        fed = "fed per element"
+        if state.joined is not None:  # (then the native path's reason is moot: it reads query inputs)
+            fed, not_native = f"folded by join() {where(state.joined.input)} from its new pairs, under its key", ""
         if state.whole:
             per_key = f"; per key by {', '.join(readers)}" if readers else ""
-            why = f"keyed, fed per element; {read_whole(list(state.whole))}{per_key}{not_native}"
+            why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{not_native}"
         else:
-            why = f"keyed, fed per element and read only per key (by {', '.join(readers)}){not_native}"
+            why = f"keyed, {fed} and read only per key (by {', '.join(readers)}){not_native}"
         placements.append(Placement(node, True, why))
     for ch in stage.channels_in:  # the versions of keyed singletons read from other queries
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
             continue
         if ch.name not in tables:
-            placements.append(Placement(ch.node, False, _WHOLE, rows=True, table=ch.name))
+            placements.append(Placement(ch.node, False, WHOLE, rows=True, table=ch.name))
             continue
         found = tables_why or (finder.table_of(ch.node, ch.name, len(states)) if executors else why_driver)
         if isinstance(found, str):
-            placements.append(Placement(ch.node, False, f"{_DELTAS_KEPT} ({found})", rows=True, table=ch.name))
+            placements.append(Placement(ch.node, False, f"{DELTAS_KEPT} ({found})", rows=True, table=ch.name))
             continue
         state, its_lookups = found
         states.append(state)
         lookups.extend(its_lookups)
         by = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
-        placements.append(Placement(ch.node, True, _TABLE_WHY.format(readers=by), table=ch.name))
+        placements.append(Placement(ch.node, True, TABLE_WHY.format(readers=by), table=ch.name))
     region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
     return StagePlacement(region, tuple(placements), tuple(natives))
 
 
-_WHOLE = (
-    "each version whole: the newest entry's rows, written as Parquet by the executors under <query>/state/blobs/; the "
-    "driver keeps the path (channel_versions.latest_table)"
-)
-_DELTAS_KEPT = (
-    "the entries applied to the table kept as Parquet under <query>/state/blobs/: each batch that brings entries "
-    "rewrites it on the executors, O(table)"
-)
-_TABLE_WHY = (
-    "each batch's entries (a key's new value, or a tombstone) applied as puts to the key's state, read only per key "
-    "(by {readers}): a batch costs its entries and lookups, not the table"
-)
-
-
-def _not_partitioned(node: n.Node) -> str | None:
-    """Why `node`'s state is not one the executors could partition by key whatever the run
-    option, or None for a keyed aggregate."""
-    if not isinstance(node, EXECUTOR_AGGREGATES):
-        return f"{node.op}() state is not a keyed aggregate"
-    if not node.children[0].meta.kind.keyed:
-        return "not keyed: one value, nothing to partition (it stays with the driver, which reads it whole)"
-    return None
-
-
-def _deferred_rows(node: n.Node) -> str | None:
-    """Why a deferred stream's (or keyed singleton's) state never passes through the driver,
-    or None for any other state. `ops_state.defer_tick` writes the batch's rows as Parquet
-    from the executors (`DataFrame.write`) and the next batch reads them back the same way;
-    the driver's versioned store holds only their directory, per batch id."""
-    deferred = node.children[0] if isinstance(node, n.CycleSink) else node
-    if not isinstance(deferred, n.DeferTick):
-        return None
-    kind = deferred.meta.kind
-    if not (kind.streamlike or kind is Kind.KEYED_SINGLETON):
-        return None  # one value: the driver keeps it whole
-    if deferred is not node:
-        return f"the stream cycle's elements for the next batch, kept by defer_tick() {where(deferred)}"
-    return (
-        "the previous batch's rows: the executors write them as Parquet at the end of each batch (a directory per "
-        "batch id under <query>/state/blobs/) and the next batch reads them back; the driver keeps only the path"
-    )
-
-
-_JOIN_WHY = {
-    n.Join: "a join of unbounded streams: both sides kept per key",
-    n.CrossProduct: "a cross product of unbounded streams: both sides' whole history kept under one key, by one "
-    "task (it grows with the run, as the model's does)",
-}
-
-
 def _history_placement(node: n.Join | n.CrossProduct, because: str) -> Placement:
-    """A join of unbounded streams Spark's join state cannot take (`because`): its sides'
-    history as Parquet the executors write (`history.py`)."""
-    return Placement(
-        node,
-        False,
-        f"a {node.op}() of unbounded streams, not in Spark's per-key state ({because}): each side's history as Parquet the "
-        "executors write, a directory per batch (compacted) under <query>/state/blobs/, read whole by every batch "
-        "(history.py)",
-        rows=True,
-    )
+    return Placement(node, False, history_why(node, because), rows=True)
 
 
 class _Finder:
@@ -408,6 +369,7 @@ class _Finder:
         for ch in stage.channels_out:  # a node read by another query has a reader we cannot see
             self.users.setdefault(id(ch.node), []).append(ch.node)
         self.tags = 0
+        self.joins: dict[int, ExecutorJoin] = {}  # the query's joins kept per key on the executors
 
     def _blocker(self) -> str | None:
         if not self.stage.streaming:
@@ -486,7 +448,7 @@ class _Finder:
             return blocked
         readers, _, whole = self._readers(node, may_publish=False)
         if whole:  # (the Parquet copy is the table read whole: `channel_versions.latest_table`)
-            return _read_whole(whole[0])
+            return read_whole_why(whole[0])
         if not readers:
             return "nothing in the query reads it per key"
         lookups, unchained = self._requests(readers, slot)
@@ -541,9 +503,9 @@ class _Finder:
         batch's updated keys are applied to on the executors (`ExecutorState.whole`); a lookup
         whose requests are not a chain is no reason to build that copy on its own (it would
         cost the table per batch where the driver's store costs the requests)."""
-        not_partitioned = _not_partitioned(node)
-        if not_partitioned is not None:
-            return not_partitioned
+        unkeyed = not_partitioned(node)
+        if unkeyed is not None:
+            return unkeyed
         blocked = self._blocker()
         if blocked is not None:
             return blocked
@@ -551,7 +513,10 @@ class _Finder:
         if not readers and not published and not whole:
             return "nothing in the query reads it"
         chains = self.chains(node.children[0])
-        if isinstance(chains, str):
+        joined = self.joined(node) if isinstance(chains, str) else None
+        if isinstance(joined, str):
+            return joined
+        if isinstance(chains, str) and joined is None:
             return chains
         lookups, unchained = self._requests(readers, slot)
         if unchained and not whole:
@@ -560,8 +525,48 @@ class _Finder:
         if published or whole:
             self.tags += 1
         tag = self.tags - 1 if published or whole else None
-        return ExecutorState(node, tuple(chains), slot, tag, whole=tuple(whole), published=published), lookups
+        fed = () if isinstance(chains, str) else tuple(chains)
+        state = ExecutorState(node, fed, slot, tag, whole=tuple(whole), published=published, joined=joined)
+        return state, lookups
 
+    def joined(self, node: n.Node) -> Chain | str | None:
+        """The steps from the output of a join kept per key on the executors (`self.joins`)
+        to `node`'s input, when each keeps the element's key: the join's processor can then
+        fold its new pairs under its own grouping key. None when no such join feeds `node`
+        (the chain's reason stands); a string: why this one cannot be folded there.
 
-def _read_whole(u: n.Node) -> str:
-    return f"read whole by {u.op}() {where(u)} (only per-key lookups and other queries' deltas read executor state)"
+        Steps that keep the key: `filter()`, and `map()` returning `(kv[0], ...)`, of the
+        join's `(k, (v1, v2))` elements; `into_keyed()`; then a keyed stream's per-value
+        `map`/`filter`/`filter_map`/`flat_map`; and the identity steps."""
+        steps: list[n.Node] = []
+        x = node.children[0]
+        while not isinstance(x, n.Join):
+            if isinstance(x, _IDENTITY):
+                x = x.children[0]
+            elif isinstance(x, _ELEMENTWISE) and x.children[0].meta.kind.streamlike and self.stage.member(x):
+                steps.append(x)
+                x = x.children[0]
+            else:
+                return None
+        join = x
+        if id(join) not in self.joins:
+            return None
+        steps.reverse()
+        at = f"the output of join() {where(join)}"
+        if not (isinstance(node, n.Count) or (isinstance(node, (n.Fold, n.Reduce)) and node.commutative)):
+            return f"{at} has no order: only a commutative fold or reduce, or a count, is folded by the join itself"
+        keyed = False
+        for op in steps:
+            if isinstance(op, n.IntoKeyed) and not keyed:
+                keyed = True
+            elif isinstance(op, (n.Entries, n.Values, n.IntoKeyed)):
+                return (
+                    f"{at} is keyed again by {op.op}() {where(op)}: only steps that keep the join's key reach its state"
+                )
+            elif not keyed and not (isinstance(op, n.Filter) or (isinstance(op, n.Map) and keeps_key(op.f))):
+                return (
+                    f"{op.op}() {where(op)} may change the join's key: only filter() and a map() returning (kv[0], ...) "
+                    "keep it before into_keyed()"
+                )
+        self.tags += 1
+        return Chain(self.tags - 1, join, tuple(steps))

@@ -5,7 +5,8 @@ run back later (the element types of each sink, the binding of each port); `busy
 whether a query is doing real work (for `--until-idle`); `pickle_user_modules` makes user
 functions (and the user modules they reach) travel to Spark's Python workers by value;
 `diagnose_natives` finds the element a translated function failed on; `executor_values` takes
-a batch's values of the state kept on the executors.
+a batch's values of the state kept on the executors; `check_sources` refuses to resume a query
+whose plan reads its inputs as other Spark sources than its checkpoint's.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ...ir.graph import Flow
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from . import ckfs
 from .channel_versions import updated_tables
-from .errors import BadDataError, SparkRunError, describe_spark_error, site_of
+from .errors import BadDataError, SparkRunError, UserFunctionError, describe_spark_error, from_spark_error, site_of
 from .exec import BatchCtx
 from .ports import InputBinding, OutputBinding, collect_values
 from .values import SFrame
@@ -151,6 +152,27 @@ def diagnose_natives(ctx: BatchCtx | None) -> SparkRunError | None:
     return None
 
 
+def explain_failure(runner: Any, ctx: BatchCtx | None, exc: Exception, batch_id: int) -> SparkRunError:
+    """What failed in batch `batch_id` of `runner` (a `StageRunner`, evaluating `ctx`), for the
+    user: an input's bad data, a user function's error (with the batch, when an executor-region
+    worker raised it), a translated function's failing element, else Spark's own error."""
+    text = str(exc)
+    bad = bad_input_error(runner, text, exc, batch_id)  # a file input's bad data: its port and file
+    if bad is not None:
+        return bad
+    ours = from_spark_error(text)  # raised in a worker: the same class, message and fields
+    if isinstance(ours, UserFunctionError):  # (executor-region workers do not know the batch)
+        from .keyed_state import with_batch
+
+        return with_batch(ours, batch_id)
+    if ours is not None:
+        return ours
+    found = diagnose_natives(ctx)
+    if found is not None:
+        return found
+    return SparkRunError(f"query {runner.stage.name!r} failed in batch {batch_id}: {describe_spark_error(exc)}")
+
+
 def bad_input_error(runner: Any, text: str, exc: Exception, batch_id: int) -> BadDataError | None:
     """The error of a batch of `runner` (a `StageRunner`) that failed on an input's data (the
     Spark error's `text` names the input's directory, or the mark of an input read without
@@ -221,3 +243,46 @@ def executor_values(
     if native is not None:
         out.update(native.tables(df, live, state, updated))
     return out
+
+
+#: a query's record beside its Spark checkpoint (`offsets.queries` finds queries by it)
+QUERY_RECORD = "hydrolite.json"
+
+
+def write_query_record(qdir: str, query: str, inputs: list[str], sinks: list[str]) -> None:
+    """Write the query's `hydrolite.json` (its name, inputs, sinks), keeping the Spark
+    sources a previous run recorded (`check_sources` compares them before the query starts)."""
+    meta: dict[str, Any] = {"query": query, "inputs": inputs, "sinks": sinks}
+    path = ckfs.join(qdir, QUERY_RECORD)
+    old = json.loads(ckfs.read_bytes(path) or b"{}")
+    if "sources" in old:
+        meta = {**meta, "sources": old["sources"]}
+    ckfs.write_atomic(path, json.dumps(meta, indent=2))
+
+
+def check_sources(qdir: str, query: str, sources: list[str], committed: int) -> None:
+    """Refuse to resume a query whose plan would read its inputs as other Spark sources than
+    its checkpoint's, then record them.
+
+    Spark's offset log holds one offset per source of the query's plan, by position, and a
+    hydrolite query scans an input once per branch that keeps state on the executors (each
+    reads all inputs) and once more when the tick reads its rows. An edit that changes those
+    scans (a lookup or sink added or removed, a state moved) shifts the positions: Spark then
+    stops with an assertion about the number of sources, or — same number, other order —
+    would resume an input from another input's offset, silently. `sources`: the input of
+    each position, in order; `committed`: the batches the query committed before this run."""
+    path = ckfs.join(qdir, QUERY_RECORD)
+    meta = json.loads(ckfs.read_bytes(path) or b"{}")
+    before = meta.get("sources")
+    if committed and before is not None and before != sources:
+        from .upgrade import PlanChangedError
+
+        raise PlanChangedError(
+            f"query {query}: its checkpoint holds Spark offsets for the sources {before} (one per scan of an input: "
+            f"each state branch reads every input, then the tick reads the inputs it needs), and this program's plan "
+            f"reads {sources}: Spark restores offsets by position, so the query cannot resume with them\n"
+            "  fix: keep what reads each input as it was in that run (the same keyed states on the executors, the same "
+            "inputs read by the tick itself), or start a new --checkpoint"
+        )
+    if before != sources:
+        ckfs.write_atomic(path, json.dumps({**meta, "sources": sources}, indent=2))

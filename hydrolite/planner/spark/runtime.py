@@ -14,7 +14,6 @@ batch followed by Spark's replay of that batch loses and duplicates nothing.
 from __future__ import annotations
 
 import itertools
-import json
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ from ...ir.graph import Flow
 from ...ir.meta import Kind
 from . import ckfs, ops, ops_state, run_support  # noqa: F401  (ops, ops_state: register the node handlers)
 from .channel_versions import VERSIONED, latest_scalar, latest_table
-from .errors import SparkRunError, UserFunctionError, describe_spark_error, from_spark_error
+from .errors import SparkRunError, describe_spark_error
 from .exec import BatchCtx, evaluate, live_nodes, one_job_reads
 from .faults import FaultHook, InjectedFault
 from .feed_mirror import FeedMirrors, mirror_inputs
@@ -41,7 +40,7 @@ from .files import FileWatch
 from .footer_check import check_files, footer_checked
 from .held import HeldBatches, release_held
 from .keyed_option import KEYED_STATE
-from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput, with_batch
+from .keyed_state import ROCKSDB, ExecutorRegion, QueryInput
 from .lock import CheckpointLock, checkpoint_dir
 from .native_state import OUTPUT_MODE, NativeAggregations
 from .offsets import check_restart
@@ -51,7 +50,14 @@ from .ports import FeedInput, FileInput, InputBinding, MemorySink, OutputBinding
 from .quarantine import divert_rejected, good, quarantine_dir
 from .remap import RemapLog, parquet_has_rows
 from .retention import FeedRetention, channel_history
-from .run_support import bad_input_error, busy, diagnose_natives, pickle_user_modules, record_bindings
+from .run_support import (
+    busy,
+    check_sources,
+    explain_failure,
+    pickle_user_modules,
+    record_bindings,
+    write_query_record,
+)
 from .session import STATE_STORE, query_conf, spark_session
 from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
@@ -88,6 +94,10 @@ class StageProgress:
     fn_paths: dict[str, str] = field(default_factory=dict)
     held: int = 0  # batches whose tick could not run yet (their input waits in held/)
     rejected: dict[str, int] = field(default_factory=dict)  # port -> records set aside (?onBadRecord=quarantine)
+
+
+def _latest_first(inp: InputSpec) -> bool:
+    return isinstance(inp.binding, FileInput) and inp.binding.latest_first()
 
 
 class StageRunner(StageOutputs, HeldBatches):
@@ -136,8 +146,9 @@ class StageRunner(StageOutputs, HeldBatches):
         self.batch_files: dict[int, list[str]] = {}  # the batch's files per input (`_process`)
         self.live: set[int] | None = None  # the nodes a batch evaluates (`exec.live_nodes`; set by streaming_df)
         self.one_job = False  # whether one Spark job reads each batch (`exec.one_job_reads`; set by streaming_df)
-        meta = {"query": stage.name, "inputs": [i.name for i in self.inputs], "sinks": [s.port for s in stage.sinks]}
-        ckfs.write_atomic(ckfs.join(self.dir, "hydrolite.json"), json.dumps(meta, indent=2))
+        write_query_record(self.dir, stage.name, [i.name for i in self.inputs], [s.port for s in stage.sinks])
+        self.sources: list[str] = []  # the input of each of Spark's sources, in order (streaming_df)
+        self._df: DataFrame | None = None  # (prepare)
 
     def rows_read(self, i: int, counted: int) -> int:
         """Input i's rows, from Spark's count for it (`numInputRows`, one per scan: `scans`)."""
@@ -194,7 +205,7 @@ class StageRunner(StageOutputs, HeldBatches):
         if region is not None:  # keyed state partitioned across the executors: keyed_state.py
             described = [
                 QueryInput(
-                    i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], self._latest_first(inp), inp.deltas
+                    i, inp.node, inp.vt, inp.kt, self.has_seq[i], self.has_file[i], _latest_first(inp), inp.deltas
                 )
                 for i, inp in enumerate(self.inputs)
                 if inp.node is not None
@@ -212,6 +223,8 @@ class StageRunner(StageOutputs, HeldBatches):
         self.one_job = plain and one_job_reads(
             self.stage, self.live, given | inputs, lambda port: self.runner.outputs[port].one_job
         )
+        names = [inp.name for inp in self.inputs]
+        self.sources = names
         if not branches:
             return raw
         # an input no live node reads leaves the tick's rows (the branches still read it); its
@@ -225,21 +238,24 @@ class StageRunner(StageOutputs, HeldBatches):
         # the branches first: Spark numbers a query's sources in the order the plan first
         # reads them, and its offset log (so the remap log, `verify`, a resumed checkpoint) is
         # positional; each branch reads `raw`, every input in the union's order
+        self.sources = names * reads + [x for x, tick in zip(names, self.in_tick) if tick]
         df = branches[0]
         for b in branches[1:] + [p for i, p in enumerate(parts) if self.in_tick[i]]:
             df = df.unionByName(b, allowMissingColumns=True)
         return df
 
-    @staticmethod
-    def _latest_first(inp: InputSpec) -> bool:
-        return isinstance(inp.binding, FileInput) and inp.binding.latest_first()
+    def prepare(self) -> None:
+        """Build the query's streaming plan, checked against its checkpoint's Spark sources."""
+        if self.stage.streaming:
+            self._df = self.streaming_df()
+            check_sources(self.dir, self.stage.name, self.sources, self.runner.resumed.get(self.stage.name, 0))
 
     def start(self, once: bool) -> None:
         if not self.stage.streaming:
             self.run_batch_job()
             return
         name = f"hydrolite.{self.runner.plan.flow.name}.{self.stage.name}.{next(_query_ids)}"
-        w = self.streaming_df().writeStream.queryName(name).foreachBatch(self.foreach_batch)
+        w = (self._df or self.streaming_df()).writeStream.queryName(name).foreachBatch(self.foreach_batch)
         if self.native is not None:  # an aggregation without a watermark runs in update mode only
             w = w.outputMode(OUTPUT_MODE)
         location = ckfs.join(self.dir, "spark")
@@ -275,23 +291,8 @@ class StageRunner(StageOutputs, HeldBatches):
             self.error = exc
             raise
         except Exception as exc:  # Spark / Py4J errors: say which query, batch, operator or port
-            self.error = self._explain(exc, batch_id)
+            self.error = explain_failure(self, self._ctx, exc, batch_id)
             raise self.error from exc
-
-    def _explain(self, exc: Exception, batch_id: int) -> SparkRunError:
-        text = str(exc)
-        bad = bad_input_error(self, text, exc, batch_id)  # a file input's bad data: its port and file
-        if bad is not None:
-            return bad
-        ours = from_spark_error(text)  # raised in a worker: the same class, message and fields
-        if isinstance(ours, UserFunctionError):  # (executor-region workers do not know the batch)
-            return with_batch(ours, batch_id)
-        if ours is not None:
-            return ours
-        found = diagnose_natives(self._ctx)
-        if found is not None:
-            return found
-        return SparkRunError(f"query {self.stage.name!r} failed in batch {batch_id}: {describe_spark_error(exc)}")
 
     def _hook(self, point: str, batch_id: int) -> None:
         if self.runner.fault is not None:
@@ -489,7 +490,7 @@ class FlowRunner:
         pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
         self.retention = FeedRetention.of(channel_history(history, self.spark), self.stages)
-        write_record(self.checkpoint, recon.record())
+        self._record = recon.record()  # written once every query's plan passed its checks (start)
         record_bindings(self.checkpoint, self.inputs, self.outputs)
         self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded
 
@@ -517,6 +518,9 @@ class FlowRunner:
             check_restart(self.checkpoint, s.stage.name)
         if self.mirrors is not None:  # the feed entries the queries may still read
             self.mirrors.sync()
+        for s in self.stages:
+            s.prepare()
+        write_record(self.checkpoint, self._record)
         for s in self.stages:
             s.start(once)
         return self
