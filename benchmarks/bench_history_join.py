@@ -12,6 +12,12 @@ side's whole history each batch, so its last batch is where the difference shows
     python benchmarks/bench_history_join.py                         # 10 batches x 5,000 rows a side
     python benchmarks/bench_history_join.py --batches 20 --rows 20000 --repeat 3
     python benchmarks/bench_history_join.py --batches 40 --rows 50000 --repeat 1 --paths driver   # one path
+    python benchmarks/bench_history_join.py --fold   # a count of the pairs per key, looked up per key
+
+With `--fold` the pairs are counted per key and the count is looked up by each batch's ys
+(the printed "pairs" are then the lookups answered): per key, the count is folded by the
+join's own processor on the executors; on the driver path, the join's history is Parquet
+and the count is in the driver's store.
 """
 
 from __future__ import annotations
@@ -47,6 +53,23 @@ def program(keys: int) -> hl.Flow:
     return fb.finalize()
 
 
+def program_fold(keys: int) -> hl.Flow:
+    """The join's pairs counted per key and looked up per key by the ys of each batch: with
+    `--keyed-state executors` the count is folded by the join's own processor (placement's
+    `joined`); with `driver` the join keeps its history as Parquet and the count lives in the
+    driver's store."""
+    fb = hl.FlowBuilder("bench-join-fold")
+    p = fb.process(Server)
+    xs = p.source("xs", int).map(lambda x: (x % keys, x))
+    ys = p.source("ys", int)
+    counts = xs.join(ys.map(lambda y: (y % keys, y))).into_keyed().count()
+    tick = p.tick()
+    seen = counts.snapshot(tick, hl.nondet("any prefix of the pairs"))
+    asks = ys.batch(tick, hl.nondet("any grouping")).map(lambda y: (y % keys, y)).into_keyed()
+    seen.get_many_if_present(asks).entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("out")
+    return fb.finalize()
+
+
 def write_inputs(base: str, batches: int, rows: int) -> None:
     for side, offset in (("xs", 0), ("ys", 7)):
         for b in range(batches):
@@ -54,11 +77,11 @@ def write_inputs(base: str, batches: int, rows: int) -> None:
             write_batch_file(os.path.join(base, side), b, pa.table({"value": values}))
 
 
-def run(spark: Any, base: str, keyed_state: str, keys: int) -> dict[str, Any]:
+def run(spark: Any, base: str, keyed_state: str, keys: int, fold: bool = False) -> dict[str, Any]:
     work = tempfile.mkdtemp(prefix="bench-join-")
     opts = "?maxFilesPerTrigger=1"
     runner = FlowRunner(
-        program(keys),
+        program_fold(keys) if fold else program(keys),
         spark=spark,
         checkpoint=os.path.join(work, "ck"),
         inputs={"xs": f"parquet:{base}/xs{opts}", "ys": f"parquet:{base}/ys{opts}"},
@@ -80,6 +103,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--paths", default=",".join(PATHS), help="executors (per key), driver (history), or both")
+    ap.add_argument("--fold", action="store_true", help="count the pairs per key, looked up by each batch's ys")
     args = ap.parse_args()
     keys = args.batches * args.rows  # each element meets one of the other side (keys prime to 3)
     keys += 0 if keys % 3 else 1
@@ -90,11 +114,11 @@ def main() -> None:
     rows = 2 * args.batches * args.rows
     print(f"Spark {args.master}; {args.batches} batches x {args.rows:,} rows a side over {keys:,} keys")
     paths = [p for p in PATHS if p in args.paths.split(",")]
-    run(spark, base, paths[0], keys)  # warm-up (JVM, Python workers)
+    run(spark, base, paths[0], keys, args.fold)  # warm-up (JVM, Python workers)
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in paths}
     for rep in range(args.repeat):
         for path in paths if rep % 2 == 0 else paths[::-1]:
-            r = run(spark, base, path, keys)
+            r = run(spark, base, path, keys, args.fold)
             results[path].append(r)
             print(
                 f"  run {rep + 1} {path:9s}: {r['s']:.1f} s, {rows / r['s']:,.0f} rows/s, {r['pairs']:,} pairs, "
@@ -114,7 +138,7 @@ def main() -> None:
             f"history / per-key throughput: {med['executors'] / med['driver']:.2f}x of the medians; paired "
             + ", ".join(f"{x:.2f}" for x in paired)
         )
-    assert len({r["pairs"] for rs in results.values() for r in rs}) == 1, "the two paths wrote different pair counts"
+    assert len({r["pairs"] for rs in results.values() for r in rs}) == 1, "the two paths wrote different row counts"
     shutil.rmtree(base, ignore_errors=True)
     spark.stop()
 

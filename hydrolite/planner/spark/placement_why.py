@@ -80,11 +80,10 @@ def read_whole_why(u: n.Node) -> str:
 
 def keeps_key(f: object) -> bool:
     """Whether `f`, a function of one `(key, value)` element, provably returns a pair whose
-    first item is that key: its one expression is a tuple `(p[0], ...)` of its parameter `p`.
-
-    >>> keeps_key(lambda kv: (kv[0], kv[1][0] * 2)), keeps_key(lambda kv: (kv[1][0], kv[0]))
-    (True, False)
-    """
+    first item is that key: its one expression is a tuple `(p[0], ...)` of its parameter `p`
+    (`lambda kv: (kv[0], kv[1][0] * 2)` does; `lambda kv: (kv[1][0], kv[0])` may not). A
+    function whose source cannot be read (typed at a prompt) is not known to keep it
+    (tests/core/test_join_fold_placement.py)."""
     fa = function_ast(f) if callable(f) else None
     if fa is None or len(fa.params) != 1 or not isinstance(fa.body, ast.Tuple) or len(fa.body.elts) != 2:
         return False
