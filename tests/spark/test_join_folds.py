@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
+from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter, feed_end
 from hydrolite.planner.spark.runtime import FlowRunner
@@ -168,3 +169,28 @@ def test_a_resume_whose_plan_reads_other_spark_sources_is_refused(spark: SparkSe
     # as it was: it resumes
     _run(spark, tmp_path, "executors", inputs=_feeds(tmp_path), reset_state=resets)
     assert _outputs(tmp_path)["revenue"] == {2: [("ann", 7)], 3: [("ann", 9), ("cid", 4)]}
+
+
+def test_a_failing_fold_of_the_pairs_names_operator_element_and_batch(spark: SparkSession, tmp_path: Path) -> None:
+    flow = hl.FlowBuilder("shop_fails")
+    p = flow.process(Shop)
+    pairs = p.source("order", tuple[str, int]).join(p.source("home", tuple[str, str]))
+    shares = pairs.into_keyed().map(lambda ac: ac[0]).fold_commutative(0, lambda s, a: s + 100 // a)
+    tick = p.tick()
+    asks = p.source("ask", str).batch(tick, nondet("any grouping")).map(lambda a: (a, 0)).into_keyed()
+    asks.lookup_keyed_singleton(shares.snapshot(tick, nondet("any prefix"))).entries().all_ticks().sink("out")
+    inputs = _feeds(tmp_path)  # batches 0-3 as above (no amount is 0)
+    FeedWriter(str(tmp_path / "order"), from_python(tuple[str, int])).send_many([("bob", 0)])  # batch 4: meets rome
+    for port, t in (("home", tuple[str, str]), ("ask", str)):
+        FeedWriter(str(tmp_path / port), from_python(t)).send_many([])
+    runner = FlowRunner(
+        flow.finalize(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=inputs, keyed_state="executors"
+    )
+    placement = runner.plan.stages[0].placement
+    assert placement is not None and placement.region is not None and placement.region.states[0].joined is not None
+    with runner, pytest.raises(UserFunctionError) as err:
+        runner.start()
+        runner.process_all_available()
+    text = str(err.value)
+    assert "fold() failed on element ('bob', 0) in batch 4 of query 'tick0'" in text, text
+    assert "ZeroDivisionError" in text and "test_join_folds.py" in text and err.value.batch_id == 4
