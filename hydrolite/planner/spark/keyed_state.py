@@ -12,7 +12,7 @@ version before it):
    `(gk, tag, _r1.._r5, x)`: `gk` the pickled (state key, element key), `tag` its chain, `_r*` its
    arrival order (see `ORDER`), `x` the pickled (key, value);
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
-   and `Processor.handleInputRows` folds the key's new elements, in arrival order, into the
+   and `keyed_processor.Processor.handleInputRows` folds the key's new elements, in arrival order, into the
    accumulator held in a `ValueState` (Spark's RocksDB state store), then answers the key's
    lookups with the value as of the end of the batch — what the tick's snapshot sees — and,
    for a state another query reads, emits the key's new value (a delta, `channel_versions.py`);

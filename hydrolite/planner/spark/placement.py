@@ -21,7 +21,10 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
   state on the driver, whose store answers it in O(requests).
 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
-same way (a symmetric hash join: each new element meets the other side's elements so far);
+same way (a symmetric hash join: each new element meets the other side's elements so far),
+and fold their pairs into the commutative keyed aggregates that read them through steps
+keeping the join's key (`_Finder.joined`: the fold's key is the join's, so the join's processor
+keeps the accumulator next to both sides);
 any other join of unbounded streams keeps each side's history as Parquet the executors write
 (`history.py`), never on the driver.
 
