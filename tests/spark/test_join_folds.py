@@ -163,9 +163,11 @@ def test_a_resume_whose_plan_reads_other_spark_sources_is_refused(spark: SparkSe
     last = max((f for f in offsets.iterdir() if f.name.isdigit()), key=lambda f: int(f.name))
     assert len(last.read_text().splitlines()[2:]) == len(stage.sources)  # (v1, metadata, then one per source)
     resets = ["fold:revenue", "count:matches"]
+    record = (tmp_path / "ck" / "plan.json").read_bytes()
     with pytest.raises(PlanChangedError, match=r"restores offsets by position") as err:
         _run(spark, tmp_path, "executors", inputs=_feeds(tmp_path), reset_state=resets, asked=False)
     assert "['ask', 'home', 'order', 'ask']" in str(err.value) and "fix: " in str(err.value)
+    assert (tmp_path / "ck" / "plan.json").read_bytes() == record  # the refused run changed nothing
     # as it was: it resumes
     _run(spark, tmp_path, "executors", inputs=_feeds(tmp_path), reset_state=resets)
     assert _outputs(tmp_path)["revenue"] == {2: [("ann", 7)], 3: [("ann", 9), ("cid", 4)]}

@@ -286,3 +286,18 @@ def check_sources(qdir: str, query: str, sources: list[str], committed: int) -> 
         )
     if before != sources:
         ckfs.write_atomic(path, json.dumps({**meta, "sources": sources}, indent=2))
+
+
+def prepare_queries(stages: list[Any], checkpoint: str, record_before: bytes | None) -> None:
+    """Build every query's streaming plan (`StageRunner.prepare`) before any query starts; when
+    one is refused (`check_sources`), put back the plan record the run found, so that a
+    refused run leaves the checkpoint as it was (`record_before`: None for a new one)."""
+    from .upgrade import PLAN_FILE, PlanChangedError
+
+    try:
+        for s in stages:
+            s.prepare()
+    except PlanChangedError:
+        if record_before is not None:
+            ckfs.write_atomic(ckfs.join(checkpoint, PLAN_FILE), record_before)
+        raise

@@ -55,6 +55,7 @@ from .run_support import (
     check_sources,
     explain_failure,
     pickle_user_modules,
+    prepare_queries,
     record_bindings,
     write_query_record,
 )
@@ -63,7 +64,7 @@ from .stages import Channel, Plan, Stage, plan_flow
 from .state import StateStore
 from .strict_read import stream_input, unlocated
 from .types import NONE, OPAQUE, HType, from_python
-from .upgrade import PlanChangedError, committed, reconcile, write_record
+from .upgrade import PLAN_FILE, PlanChangedError, committed, reconcile, write_record
 from .values import SFrame, Val
 
 _query_ids = itertools.count()
@@ -490,7 +491,8 @@ class FlowRunner:
         pickle_user_modules(flow_)
         self.stages = [StageRunner(self, s) for s in self.plan.stages]
         self.retention = FeedRetention.of(channel_history(history, self.spark), self.stages)
-        self._record = recon.record()  # written once every query's plan passed its checks (start)
+        self._record_before = ckfs.read_bytes(ckfs.join(self.checkpoint, PLAN_FILE))  # (put back on a refusal)
+        write_record(self.checkpoint, recon.record())
         record_bindings(self.checkpoint, self.inputs, self.outputs)
         self.typed_sinks: set[str] = set()  # sinks whose element types this run has recorded
 
@@ -518,9 +520,7 @@ class FlowRunner:
             check_restart(self.checkpoint, s.stage.name)
         if self.mirrors is not None:  # the feed entries the queries may still read
             self.mirrors.sync()
-        for s in self.stages:
-            s.prepare()
-        write_record(self.checkpoint, self._record)
+        prepare_queries(self.stages, self.checkpoint, self._record_before)
         for s in self.stages:
             s.start(once)
         return self
