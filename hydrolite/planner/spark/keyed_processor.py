@@ -15,8 +15,8 @@ so a checkpoint written before a fold was kept with its join resumes unchanged.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
 
@@ -129,7 +129,7 @@ class JoinFn:
     out: int  # the tag of its output rows
     cross: bool = False  # a cross product: one key (None), pairs (a, b) without it
     folds: tuple[JoinedFold, ...] = ()
-    asks: tuple[tuple[int, str], ...] = ()  # (lookup tag, the state key of the fold it reads)
+    asks: dict[int, str] = field(default_factory=dict)  # lookup tag -> the state key of the fold it reads
 
 
 #: what a chain's rows are to the state they reach
@@ -193,7 +193,8 @@ class Processor(StatefulProcessor):
             known = True
             if agg.publish is not None and has:  # the key's new value, for another query (a delta)
                 out.append(answer(agg.publish, NO_ORDER, k, acc))
-        _answer_lookups(by_role, k, has and known, acc, out, lambda _tag: True)
+        found = (has and known, acc)
+        _answer_lookups(by_role, k, lambda _tag: found, out)
 
     def _join(self, fn: JoinFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
         stored = self._stored()
@@ -221,24 +222,22 @@ class Processor(StatefulProcessor):
             self.value.update((pickle.dumps(value, protocol=5),))
             for pair in pairs:  # (a join's output has no order)
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
-        asks = dict(fn.asks)
-        for key in {asks[t] for role in (ASK, ASK_PRESENT) for t, _, _ in by_role.get(role, [])}:
-            has, acc = accs.get(key, (False, None))
-            _answer_lookups(by_role, k, has, acc, out, lambda tag, key=key: asks[tag] == key)
+        _answer_lookups(by_role, k, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the state is Spark's, the rows were answered."""
 
 
-def _answer_lookups(by_role: dict[str, list[Row]], k: Any, has: bool, acc: Any, out: list[Any], mine: Any) -> None:
-    """Answer the key's lookups (those whose tag `mine` accepts) with the state's value as of
-    the end of the batch: `(request value, value or None)`; a request of
-    `get_many_if_present` without a value is dropped."""
+def _answer_lookups(
+    by_role: dict[str, list[Row]], k: Any, value_of: Callable[[int], tuple[bool, Any]], out: list[Any]
+) -> None:
+    """Answer the key's lookups with the value (`value_of(lookup tag)`: has, value) of the
+    state each reads, as of the end of the batch: `(request value, value or None)`; a request
+    of `get_many_if_present` without a value is dropped."""
     for role in (ASK, ASK_PRESENT):
-        if role == ASK_PRESENT and not has:
-            continue
         for tag, o, x in by_role.get(role, []):
-            if mine(tag):
+            has, acc = value_of(tag)
+            if has or role == ASK:
                 _, v = pickle.loads(x)
                 out.append(answer(tag, o, k, (v, acc if has else None)))
 

@@ -333,7 +333,7 @@ class ExecutorRegion:
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
         for j in region.joins:
             key = join_key[id(j.node)]
-            self.aggs[key] = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), tuple(asks[key]))
+            self.aggs[key] = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
 
     def _fed(self, chains: tuple[Chain, ...], state: str) -> tuple[HType, HType | None]:
         """The (value, key) types of the elements that `chains` fold into `state`: one

@@ -224,8 +224,7 @@ class StageRunner(StageOutputs, HeldBatches):
         self.one_job = plain and one_job_reads(
             self.stage, self.live, given | inputs, lambda port: self.runner.outputs[port].one_job
         )
-        names = [inp.name for inp in self.inputs]
-        self.sources = names
+        self.sources = [inp.name for inp in self.inputs]  # (each branch reads them all, then the tick its own)
         if not branches:
             return raw
         # an input no live node reads leaves the tick's rows (the branches still read it); its
@@ -239,7 +238,7 @@ class StageRunner(StageOutputs, HeldBatches):
         # the branches first: Spark numbers a query's sources in the order the plan first
         # reads them, and its offset log (so the remap log, `verify`, a resumed checkpoint) is
         # positional; each branch reads `raw`, every input in the union's order
-        self.sources = names * reads + [x for x, tick in zip(names, self.in_tick) if tick]
+        self.sources = self.sources * reads + [x for x, tick in zip(self.sources, self.in_tick) if tick]
         df = branches[0]
         for b in branches[1:] + [p for i, p in enumerate(parts) if self.in_tick[i]]:
             df = df.unionByName(b, allowMissingColumns=True)
@@ -256,7 +255,8 @@ class StageRunner(StageOutputs, HeldBatches):
             self.run_batch_job()
             return
         name = f"hydrolite.{self.runner.plan.flow.name}.{self.stage.name}.{next(_query_ids)}"
-        w = (self._df or self.streaming_df()).writeStream.queryName(name).foreachBatch(self.foreach_batch)
+        assert self._df is not None, "FlowRunner.start prepares every query first"
+        w = self._df.writeStream.queryName(name).foreachBatch(self.foreach_batch)
         if self.native is not None:  # an aggregation without a watermark runs in update mode only
             w = w.outputMode(OUTPUT_MODE)
         location = ckfs.join(self.dir, "spark")
