@@ -96,14 +96,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     _, flow = load_program(args.program)
     plan = plan_flow(flow, _cluster_sizes(args.cluster_members))
-    place_all(plan, args.keyed_state, args.master or "local[*]")  # as `run --keyed-state` would place it
+    against = None
     if args.against is not None:
         from .planner.spark.lock import checkpoint_dir
-        from .planner.spark.upgrade import reconcile
 
         against = checkpoint_dir(args.against)
         if not _checkpoint_found(against, args.master):
             raise SystemExit(f"hydrolite: error: --against {args.against}: no such checkpoint directory")
+    # as `run --keyed-state` would place it (under auto, states the checkpoint keeps stay where they are)
+    place_all(plan, args.keyed_state, args.master or "local[*]", against, args.reset_state)
+    if against is not None:
+        from .planner.spark.upgrade import reconcile
+
         recon = reconcile(plan, against, args.reset_state)
         print(recon.render())
         return 1 if recon.refused else 0

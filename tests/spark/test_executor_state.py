@@ -219,3 +219,32 @@ def test_auto_keeps_state_on_the_driver_on_a_local_master(spark: SparkSession, t
         assert placement is not None and placement.region is None
         (p,) = placement.placements
         assert not p.executors and "keyed_state='auto' on the local master" in p.why
+
+
+def test_auto_resumes_executor_state_where_its_checkpoint_keeps_it(spark: SparkSession, tmp_path: Path) -> None:
+    """A checkpoint written with --keyed-state executors resumes under the default `auto` on
+    a local master (which would keep a new store on the driver) with its table still in
+    Spark's state store: the answers of the later batches see the puts of the earlier run
+    (kept_homes.py). `--keyed-state driver` is still refused, naming both fixes."""
+    put = FeedWriter(str(tmp_path / "put"), from_python(tuple[str, str, int]))
+    get = FeedWriter(str(tmp_path / "get"), from_python(tuple[str, str]))
+    for p, g in zip(PUTS[:2], GETS[:2]):
+        put.send_many(p)
+        get.send_many(g)
+    _run(spark, tmp_path, keyed_state="executors")
+    assert _responses(tmp_path) == {b: EXPECTED[b] for b in (0, 1)}
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(
+            kvstore.build(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs=_feeds(tmp_path), keyed_state="driver"
+        )
+    assert "the default auto, which keeps a resumed state where its checkpoint has it" in str(err.value), str(err.value)
+    put.send_many(PUTS[2])
+    get.send_many(GETS[2])
+    runner = _run(spark, tmp_path, keyed_state="auto")
+    assert _responses(tmp_path) == EXPECTED  # batch 2 reads the puts of batches 0 and 1
+    placement = runner.plan.stages[0].placement
+    assert placement is not None and placement.region is not None
+    (p,) = placement.placements
+    assert p.executors and "kept on the executors, where the checkpoint keeps it" in p.why, p.why
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)

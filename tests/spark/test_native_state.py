@@ -226,7 +226,13 @@ def test_resuming_with_the_state_moved_to_or_from_the_native_path_is_refused(
     flow = _program(lambda s: s.count())
     _run(spark, flow, tmp_path, keyed_state="driver")
     with pytest.raises(PlanChangedError) as err:
-        FlowRunner(flow, spark=spark, checkpoint=str(tmp_path / "ck"), inputs={"event": "feed:/nonexistent"})
+        FlowRunner(
+            flow,
+            spark=spark,
+            checkpoint=str(tmp_path / "ck"),
+            inputs={"event": "feed:/nonexistent"},
+            keyed_state="executors",
+        )
     text = str(err.value)
     assert "lives on the driver in this checkpoint" in text and "keep it in a native streaming aggregation" in text, (
         text
@@ -237,10 +243,30 @@ def test_resuming_with_the_state_moved_to_or_from_the_native_path_is_refused(
     with pytest.raises(PlanChangedError) as err:
         FlowRunner(flow, spark=spark, checkpoint=str(other / "ck"), inputs={"event": "feed:/x"}, keyed_state="driver")
     text = str(err.value)
-    assert (
-        "lives in a native streaming aggregation in this checkpoint" in text
-        and "--keyed-state executors (or auto)" in text
-    ), text
+    assert "lives in a native streaming aggregation in this checkpoint" in text, text
+    assert "--keyed-state executors (or the default auto, which keeps a resumed state where its checkpoint" in text, (
+        text
+    )
+
+
+def test_auto_resumes_a_count_where_its_checkpoint_keeps_it(spark: SparkSession, tmp_path: Path) -> None:
+    """A count the checkpoint keeps on the driver (a run with --keyed-state driver) resumes
+    under the default `auto` on the driver, though `auto` would start a new count as a native
+    aggregation: the count carries on from the driver's store (kept_homes.py)."""
+    flow = _program(lambda s: s.count())
+    _, first = _run(spark, flow, tmp_path, keyed_state="driver")
+    assert first == _expected(len, BATCHES)
+    runner, got = _run(spark, flow, tmp_path, keyed_state="auto", more=True)
+    assert got == _expected(len, BATCHES + MORE)
+    placement = runner.plan.stages[0].placement
+    assert placement is not None and not placement.native and len(placement.placements) == 1, placement
+    (p,) = placement.placements
+    assert not p.executors and "kept on the driver, where the checkpoint keeps it" in p.why, p.why
+    fresh = FlowRunner(flow, spark=spark, checkpoint=str(tmp_path / "new"), inputs={"event": "feed:/x"})
+    assert fresh.plan.stages[0].placement is not None and fresh.plan.stages[0].placement.native  # a new count: native
+    fresh.lock.release()
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
 
 
 @pytest.mark.parametrize("raw_reader", [False, True])

@@ -56,13 +56,14 @@ before, so a program never gets a different answer from this choice, only a diff
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from .channel_versions import published_by, read_whole
 from .held import may_wait_for
+from .kept_homes import KEEPABLE, kept_why, recorded_homes
 from .keyed_option import resolve_keyed_state, resolve_native
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
@@ -208,10 +209,18 @@ class StagePlacement:
         return next((p for p in self.placements if p.node is node), None)
 
 
-def place_all(plan: Plan, keyed_state: str, master: str) -> None:
+JOINS = (n.Join, n.CrossProduct)
+
+
+def place_all(
+    plan: Plan, keyed_state: str, master: str, checkpoint: str | None = None, reset: Sequence[str] = ()
+) -> None:
     """Place every stage's state as `hydrolite run --keyed-state KEYED_STATE --master MASTER`
-    does (the runner, `hydrolite plan`, the notebook view and `verify-run` all place here)."""
+    does (the runner, `hydrolite plan`, the notebook view and `verify-run` all place here).
+    Under `auto`, a state `checkpoint` already keeps stays where it is when it can
+    (`kept_homes.py`; not those `reset` names)."""
     on_executors, why = resolve_keyed_state(keyed_state, master)
+    kept = recorded_homes(plan, checkpoint, reset) if checkpoint is not None and keyed_state == "auto" else {}
     joins = on_executors or keyed_state == "executors"
     joins_why = None
     if not joins and keyed_state == "auto":  # chosen by measurement, as the keyed state's home
@@ -241,6 +250,7 @@ def place_all(plan: Plan, keyed_state: str, master: str) -> None:
                 joins_why=joins_why,
                 tables=deltas,
                 tables_why=tables_why,
+                kept=kept,
             )
         settle_channels(plan)  # (a reader's tables never change how its own channels cross)
         deltas = {ch.name for ch in plan.channels if ch.deltas}
@@ -257,6 +267,7 @@ def place(
     joins_why: str | None = None,
     tables: Collection[str] = (),
     tables_why: str | None = None,
+    kept: Mapping[int, str] | None = None,
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
@@ -270,24 +281,37 @@ def place(
     whose sides are not chains, their sides' history is Parquet the executors write
     (`history.py`). A keyed table read from another query as deltas (a channel in `tables`)
     is kept per key on the executors when only lookups read it; with `tables_why` (`auto`,
-    where the Parquet copy measured faster) it is kept as Parquet, for that reason.
+    where the Parquet copy measured faster) it is kept as Parquet, for that reason. `kept`
+    (id(node) -> home, `kept_homes.recorded_homes`) overrides the option for a state its
+    checkpoint keeps on the driver, the executors or as a join's history.
     """
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
     why_driver = driver_why or "the run asked for driver state (keyed_state='driver')"
     finder = _Finder(stage)
-    if joins_here:
-        found_joins = (finder.join_of(x) for x in stage.stateful if isinstance(x, n.Join))
-        finder.joins = {id(j.node): j for j in found_joins if isinstance(j, ExecutorJoin)}
+    held = {k: KEEPABLE[h] for k, h in (kept or {}).items() if h in KEEPABLE}  # id -> on the executors?
+    joins_at = [x for x in stage.stateful if isinstance(x, n.Join) and held.get(id(x), joins_here)]
+    found_joins = (finder.join_of(x) for x in joins_at)
+    finder.joins = {id(j.node): j for j in found_joins if isinstance(j, ExecutorJoin)}
     states: list[ExecutorState] = []
     lookups: list[ExecutorLookup] = []
     placed_joins: list[ExecutorJoin] = []
     natives: list[NativeState] = []
     placements: list[Placement] = []
     for node in stage.stateful:
-        not_native = ""
+        not_native, hold = "", held.get(id(node))
+        # held where the checkpoint keeps it: the option's flags, for this state only
+        executors_, joins_ = (executors, joins_here) if hold is None else (hold, hold)
+        join = isinstance(node, JOINS)  # (held on the driver, a state also leaves the native path)
+        moved = hold is not None and (
+            hold != (joins_here if join else executors) or (native_here and not hold and not join)
+        )
+        why_here = kept_why(kept[id(node)]) if kept is not None and moved else why_driver
+        held_note = f"; {why_here}" if moved and hold else ""
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
-        if native_here and (keyed_aggregate or isinstance(node, OCCURRENCES)):  # unique/keys/enumerate: counts
+        if (
+            native_here and hold is None and (keyed_aggregate or isinstance(node, OCCURRENCES))
+        ):  # unique/keys/enumerate: counts
             found_native = native_of(node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors)
             if not isinstance(found_native, str):
                 natives.append(found_native)
@@ -298,26 +322,27 @@ def place(
         if rows is not None:
             placements.append(Placement(node, False, rows, rows=True))
             continue
-        if isinstance(node, (n.Join, n.CrossProduct)) and not joins_here:
+        if isinstance(node, JOINS) and not joins_:
             side = finder.join_of(node)  # (a side that is not a chain is the reason on any option)
-            placements.append(_history_placement(node, side if isinstance(side, str) else joins_why or why_driver))
+            because = why_here if moved else joins_why or why_driver
+            placements.append(_history_placement(node, side if isinstance(side, str) else because))
             continue
-        if not executors and not isinstance(node, (n.Join, n.CrossProduct)):
+        if not executors_ and not join:
             # a state no option moves says its own reason; one the option kept from the native
             # path (a count of occurrences it could have taken) says the option
             moot = not keyed_aggregate
             if moot and not native_here and isinstance(node, OCCURRENCES):
                 moot = isinstance(native_of(node, finder.inputs, finder.users, finder._blocker()), str)
-            why = (not_partitioned(node) or why_driver) if moot else why_driver
+            why = (not_partitioned(node) or why_here) if moot else why_here
             placements.append(Placement(node, False, why + not_native))
             continue
-        if isinstance(node, (n.Join, n.CrossProduct)):
+        if isinstance(node, JOINS):
             side = finder.joins.get(id(node)) or finder.join_of(node)
             if isinstance(side, str):
                 placements.append(_history_placement(node, side))
             else:
                 placed_joins.append(side)
-                placements.append(Placement(node, True, JOIN_WHY[type(node)]))
+                placements.append(Placement(node, True, JOIN_WHY[type(node)] + held_note))
             continue
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
@@ -334,9 +359,9 @@ def place(
             fed, not_native = f"folded by join() {where(state.joined.input)} from its new pairs, under its key", ""
         if state.whole:
             per_key = f"; per key by {', '.join(readers)}" if readers else ""
-            why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{not_native}"
+            why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{not_native}{held_note}"
         else:
-            why = f"keyed, {fed} and read only per key (by {', '.join(readers)}){not_native}"
+            why = f"keyed, {fed} and read only per key (by {', '.join(readers)}){not_native}{held_note}"
         placements.append(Placement(node, True, why))
     for ch in stage.channels_in:  # the versions of keyed singletons read from other queries
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:

@@ -440,8 +440,6 @@ class FlowRunner:
                 "'driver' keeps all state in the driver's store; 'auto' (the default) chooses by the master"
             )
         self.spark = spark if spark is not None else spark_session(master)
-        # where each state lives (recorded in plan.json, shown by `hydrolite plan`)
-        place_all(self.plan, keyed_state, self.spark.sparkContext.master or "local[*]")
         if type(self.spark).__module__.startswith("pyspark.sql.connect"):
             raise SparkRunError(
                 "running on Spark Connect is not supported yet: Connect runs foreachBatch in a server-side "
@@ -449,6 +447,8 @@ class FlowRunner:
                 "in the driver\n  fix: use a classic master URL (spark://host:7077, yarn, local[*])"
             )
         self.checkpoint = checkpoint_dir(checkpoint or tempfile.mkdtemp(prefix="hydrolite-"))
+        # where each state lives (in plan.json, shown by `hydrolite plan`; `auto`: where the checkpoint has it)
+        place_all(self.plan, keyed_state, self.spark.sparkContext.master or "local[*]", self.checkpoint, reset_state)
         self.fault = fault
         # before anything is written (the CLI takes it earlier: it writes demo inputs)
         self.lock = lock if lock is not None and lock.checkpoint == self.checkpoint else CheckpointLock(self.checkpoint)

@@ -95,7 +95,7 @@ def _at(home: str) -> str:
 def _keyed_state_for(home: str) -> str:
     """The run option that keeps state where `home` says (a join's history: the driver's
     option, which keeps no join per key on the executors)."""
-    return {"native": "executors (or auto)", "history": "driver", "parquet": "driver"}.get(home, home)
+    return {"native": "executors", "history": "driver", "parquet": "driver"}.get(home, home)
 
 
 @dataclass
@@ -475,7 +475,10 @@ def _compare_query(
                 f"{ns.ident.display}: its state lives {_at(s.home)} in this checkpoint, and this run would keep it "
                 f"{_at(home_of(stage, ns.node))} (key {s.key}): it would start empty there"
             )
-            recon.fixes.append(f"resume with --keyed-state {_keyed_state_for(s.home)}, or start a new --checkpoint")
+            recon.fixes.append(
+                f"resume with --keyed-state {_keyed_state_for(s.home)} (or the default auto, which keeps a resumed "
+                "state where its checkpoint has it: kept_homes.py), or start a new --checkpoint"
+            )
             continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
         moved = f" (was {s.display})" if s.at != ns.ident.at else ""

@@ -299,8 +299,10 @@ def verify_plan(
     outputs: Mapping[str, OutputBinding],
     channel_dir: Any,
     program: Program | None = None,
+    memory_from: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Replay every committed batch of every query of a run and compare every sink."""
+    """Replay every committed batch of every query of a run and compare every sink (a
+    memory sink from batch `memory_from[query]` on: it holds only what this process ran)."""
     from .offsets import batch_files
 
     prog = program if program is not None else compile_program(plan.flow)
@@ -313,12 +315,16 @@ def verify_plan(
             nodes[f"channel:{ch.name}"] = ch.node
         q = _Query(stage, bindings, nodes, {f"channel:{ch.name}" for ch in stage.channels_in if ch.deltas})
         written: dict[str, dict[int, list[Any]]] = {}
+        since: dict[str, int] = {}  # sink -> first batch it can show
         for sink in stage.sinks:
             got = read_outputs(spark, sink, outputs[sink.port], checkpoint)
             if got is None:
                 report.skipped.append(f"sink {sink.port!r} ({outputs[sink.port].describe()}) cannot be read back")
-            else:
-                written[sink.port] = got
+                continue
+            written[sink.port] = got
+            if isinstance(outputs[sink.port], MemorySink) and (memory_from or {}).get(stage.name, 0):
+                since[sink.port] = (memory_from or {})[stage.name]
+                report.skipped.append(f"sink {sink.port!r} (memory) before batch {since[sink.port]}: an earlier run's")
         if not stage.streaming:
             ticks = [TickOffsets(stage.name, 0, True, {})]
         else:
@@ -349,7 +355,7 @@ def verify_plan(
         report.ticks += len(results)
         for r in results:
             for sink in stage.sinks:
-                if sink.port not in written:
+                if sink.port not in written or r.batch_id < since.get(sink.port, 0):
                     continue
                 wrote = written[sink.port].get(r.batch_id, [])
                 model = r.outputs[sink.port]
@@ -364,8 +370,11 @@ def verify_plan(
 
 
 def verify_runner(runner: Any) -> VerifyReport:
-    """Verify the run of a `FlowRunner` (after it processed its inputs; memory sinks are compared)."""
-    return verify_plan(runner.plan, runner.checkpoint, runner.spark, runner.inputs, runner.outputs, runner.channel_dir)
+    """Verify the run of a `FlowRunner` (after it processed its inputs; memory sinks are
+    compared over the batches this runner ran: a resumed checkpoint's earlier batches were
+    written to another process's memory)."""
+    plan, ck = runner.plan, runner.checkpoint
+    return verify_plan(plan, ck, runner.spark, runner.inputs, runner.outputs, runner.channel_dir, None, runner.resumed)
 
 
 def unread_entries(runner: Any) -> list[str]:
@@ -428,8 +437,9 @@ def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
     """Keep each state where the run kept it (its `plan.json`). `plan_flow` puts eligible keyed
     state on the executors, but a run with `--keyed-state driver` (or `auto` on a local master)
     kept it on the driver, and replaying that checkpoint must not read as a change of home. The
-    run options are tried in turn (driver; auto on a local master; executors); when none
-    places the states as recorded, `plan_flow`'s placement stays, for `reconcile` to report."""
+    run options are tried in turn (auto holding each state where the checkpoint keeps it, as a
+    resumed `auto` run does; driver; auto on a local master; executors); when none places the
+    states as recorded, `plan_flow`'s placement stays, for `reconcile` to report."""
     from .placement import place_all
     from .upgrade import home_of, read_record
 
@@ -438,8 +448,9 @@ def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
         return
     recorded = sorted((s.op, s.at, s.home) for q in record[0].values() for s in q.state.values())
     # the last: plan_flow's own placement (everything eligible on the executors)
-    for option, master in (("driver", "local[*]"), ("auto", "local[*]"), ("executors", "local[*]")):
-        place_all(plan, option, master)
+    tries = (("auto", checkpoint), ("driver", None), ("auto", None), ("executors", None))
+    for option, kept in tries:
+        place_all(plan, option, "local[*]", kept)
         homes = []
         for stage in plan.stages:
             ids = [plan.identities[id(x)] for x in stage.stateful]
