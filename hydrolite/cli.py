@@ -134,7 +134,8 @@ def _keyed_state_option(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="executors: keyed state read only per key is partitioned across Spark's executors (its state store); "
         "driver: all state in the driver's store (how checkpoints of earlier hydrolite versions keep it); "
-        "auto (default): executors on a cluster master, driver on a local one (measured faster there); joins of "
+        "auto (default): executors on a cluster master, driver on a local one (measured faster there), and a "
+        "resumed state where its checkpoint keeps it; joins of "
         "unbounded streams are never on the driver: per key on the executors, or (driver, and auto on a local "
         "master) with their history as Parquet",
     )

@@ -7,10 +7,14 @@ writes it; a query counts as having committed batches when Spark's commit log ha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 import hydrolite as hl
 from hydrolite import nondet
+from hydrolite.cli import load_program, main
 from hydrolite.planner.spark.kept_homes import recorded_homes
 from hydrolite.planner.spark.placement import Placement, place, place_all
 from hydrolite.planner.spark.stages import Plan, plan_flow
@@ -43,11 +47,11 @@ def _by_op(plan: Plan) -> dict[str, Placement]:
     return {p.node.op: p for p in stage.placement.placements}
 
 
-def _checkpoint(tmp_path: Path, count_home: str) -> tuple[str, str]:
+def _checkpoint(tmp_path: Path, count_home: str, planned: Callable[[], Plan] = _plan) -> tuple[str, str]:
     """A checkpoint whose record keeps the join per key and the count where `count_home`
     says (as hydrolite before the count moved into the join wrote it), one batch committed;
     (its path, the count's name as `--reset-state` takes it)."""
-    plan = _plan()
+    plan = planned()
     (stage,) = plan.stages
     count = next(x for x in stage.stateful if x.op == "count")
     stage.placement = place(stage, executors=True, kept={id(count): count_home})
@@ -110,3 +114,35 @@ def test_only_queries_that_committed_a_batch_hold_their_states(tmp_path: Path) -
         commit.unlink()
     assert recorded_homes(plan, ck) == {}
     assert recorded_homes(plan, str(tmp_path / "none")) == {}
+
+
+PROGRAM = """\
+import hydrolite as hl
+from hydrolite import nondet
+
+
+class P: ...
+
+
+def build() -> hl.Flow:
+    flow = hl.FlowBuilder("kept")
+    p = flow.process(P)
+    pairs = p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, str]))
+    tick = p.tick()
+    table = pairs.into_keyed().count().snapshot(tick, nondet("any prefix"))
+    asks = p.source("ask", int).batch(tick, nondet("any grouping")).map(lambda a: (a, a)).into_keyed()
+    asks.lookup_keyed_singleton(table).entries().all_ticks().sink("out")
+    return flow.finalize()
+"""
+
+
+def test_plan_against_a_checkpoint_places_as_the_run_would(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    prog = tmp_path / "joined.py"
+    prog.write_text(PROGRAM)
+    ck, _ = _checkpoint(tmp_path, "driver", lambda: plan_flow(load_program(str(prog))[1]))
+    assert main(["plan", str(prog), "--against", ck, "--master", CLUSTER]) == 0
+    out = capsys.readouterr().out
+    assert "state kept" in out and "refused" not in out, out
+    assert main(["plan", str(prog), "--against", ck, "--master", CLUSTER, "--keyed-state", "executors"]) == 1
+    out = capsys.readouterr().out
+    assert "lives on the driver in this checkpoint" in out, out
