@@ -65,10 +65,12 @@ def first_batch(got: dict[str, dict[int, list[Any]]]) -> dict[str, dict[int, lis
 
 
 def assert_driver_checkpoint_refused(spark: SparkSession, flow: Flow, checkpoint: Path, ops: Iterable[str]) -> None:
-    """Resuming, on the native path, a checkpoint whose states `ops` (`op@file` names) lived in
-    the driver's store is refused before anything runs: they would start from nothing."""
+    """Resuming, on the native path (`--keyed-state executors`: `auto` keeps them where they
+    are, kept_homes.py), a checkpoint whose states `ops` (`op@file` names) lived in the
+    driver's store is refused before anything runs: they would start from nothing."""
     with pytest.raises(PlanChangedError) as err:
-        FlowRunner(flow, spark=spark, checkpoint=str(checkpoint), inputs={s: f"feed:/{s}" for s in flow.sources})
+        inputs = {s: f"feed:/{s}" for s in flow.sources}
+        FlowRunner(flow, spark=spark, checkpoint=str(checkpoint), inputs=inputs, keyed_state="executors")
     text = str(err.value)
     assert "lives on the driver in this checkpoint" in text and "--keyed-state driver" in text, text
     for op in ops:

@@ -170,9 +170,11 @@ def test_auto_on_a_local_master_joins_chains_with_their_history_too() -> None:
 
 
 def test_a_join_kept_per_key_is_not_resumed_as_history(spark: SparkSession, tmp_path: Path) -> None:
-    """A checkpoint whose join lives in Spark's per-key state (`executors`) resumed where the
-    join would take the history path (`auto` on a local master): refused before anything runs,
-    with the option that keeps it where it is — never started from an empty history."""
+    """A checkpoint whose join lives in Spark's per-key state (`executors`) is never resumed
+    from an empty history: under `auto` on a local master (where a new join takes the history
+    path) it stays per key, where the checkpoint keeps it, and pairs the new elements with
+    the earlier run's; under `driver` it is refused before anything runs, with the option that
+    keeps it where it is."""
     fb = hl.FlowBuilder("chains")
     p = fb.process(P)
     p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, int])).sink("out")
@@ -196,5 +198,13 @@ def test_a_join_kept_per_key_is_not_resumed_as_history(spark: SparkSession, tmp_
         first.start()
         first.process_all_available()
     with pytest.raises(PlanChangedError) as err:
-        runner("auto")
+        runner("driver")
     assert "--keyed-state executors" in str(err.value), str(err.value)
+    xs.send_many([(1, 11)])
+    with runner("auto") as resumed:
+        (placed,) = resumed.plan.stages[0].placement.placements  # type: ignore[union-attr]
+        assert placed.executors and "where the checkpoint keeps it" in placed.why, placed.why
+        resumed.start()
+        resumed.process_all_available()
+    got = sorted(tuple(r) for rows in json_batches(tmp_path / "out").values() for r in rows)
+    assert got == [(1, (10, 20)), (1, (11, 20))], got  # the new x meets the y of the earlier run
