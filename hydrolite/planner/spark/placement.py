@@ -299,19 +299,18 @@ def place(
     natives: list[NativeState] = []
     placements: list[Placement] = []
     for node in stage.stateful:
-        not_native, hold = "", held.get(id(node))
-        # held where the checkpoint keeps it: the option's flags, for this state only
-        executors_, joins_ = (executors, joins_here) if hold is None else (hold, hold)
-        join = isinstance(node, JOINS)  # (held on the driver, a state also leaves the native path)
-        moved = hold is not None and (
-            hold != (joins_here if join else executors) or (native_here and not hold and not join)
-        )
-        why_here = kept_why(kept[id(node)]) if kept is not None and moved else why_driver
-        held_note = f"; {why_here}" if moved and hold else ""
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
-        if (
-            native_here and hold is None and (keyed_aggregate or isinstance(node, OCCURRENCES))
-        ):  # unique/keys/enumerate: counts
+        join, occurrences = isinstance(node, JOINS), isinstance(node, OCCURRENCES)  # (occurrences: native counts)
+        # a state its checkpoint keeps somewhere (kept_homes.py): the option's flags, for this state only
+        hold = held.get(id(node)) if keyed_aggregate or occurrences or join else None
+        executors_, joins_ = (executors, joins_here) if hold is None else (hold, hold)
+        # held elsewhere than the option would put it (held on the driver, it also leaves the native path)
+        moved = hold is not None and (
+            hold != (joins_here if join else executors) or native_here and not hold and not join
+        )
+        why_here = kept_why(kept[id(node)]) if moved and kept else why_driver
+        not_native, held_note = "", f"; {why_here}" if moved and hold else ""
+        if native_here and hold is None and (keyed_aggregate or occurrences):
             found_native = native_of(node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors)
             if not isinstance(found_native, str):
                 natives.append(found_native)
@@ -333,7 +332,7 @@ def place(
             moot = not keyed_aggregate
             if moot and not native_here and isinstance(node, OCCURRENCES):
                 moot = isinstance(native_of(node, finder.inputs, finder.users, finder._blocker()), str)
-            why = (not_partitioned(node) or why_here) if moot else why_here
+            why = why_here if moved else (not_partitioned(node) or why_driver) if moot else why_driver
             placements.append(Placement(node, False, why + not_native))
             continue
         if isinstance(node, JOINS):
