@@ -146,3 +146,30 @@ def test_plan_against_a_checkpoint_places_as_the_run_would(tmp_path: Path, capsy
     assert main(["plan", str(prog), "--against", ck, "--master", CLUSTER, "--keyed-state", "executors"]) == 1
     out = capsys.readouterr().out
     assert "lives on the driver in this checkpoint" in out, out
+
+
+def test_a_keyed_table_read_per_key_stays_per_key(tmp_path: Path) -> None:
+    """A query reading another query's keyed table per key keeps it in its state store under
+    `--keyed-state executors`; `auto` on a local master keeps a new one as Parquet, and keeps a
+    resumed one where the checkpoint has it."""
+    from tests.spark.test_keyed_channel import counts_read_elsewhere
+
+    def tables(plan: Plan) -> list[tuple[str, bool]]:
+        return [(p.table, p.executors) for s in plan.stages for p in s.placement.placements if p.table]  # type: ignore[union-attr]
+
+    written = plan_flow(counts_read_elsewhere())
+    place_all(written, "executors", "local[2]")
+    assert [on for _, on in tables(written)] == [True]
+    ck = str(tmp_path / "ck")
+    recon = reconcile(written, ck)
+    write_record(ck, recon.record())
+    for query in recon.record()["queries"]:
+        (tmp_path / "ck" / query / "spark" / "commits").mkdir(parents=True)
+        (tmp_path / "ck" / query / "spark" / "commits" / "0").write_text("v1\n{}\n")
+    fresh = plan_flow(counts_read_elsewhere())
+    place_all(fresh, "auto", "local[2]")
+    assert [on for _, on in tables(fresh)] == [False] and reconcile(fresh, ck).refused
+    resumed = plan_flow(counts_read_elsewhere())
+    place_all(resumed, "auto", "local[2]", ck)
+    assert tables(resumed) == tables(written)
+    assert not reconcile(resumed, ck).refused, reconcile(resumed, ck).render()

@@ -36,20 +36,22 @@ from .upgrade import _matches, _NewState, _pair_queries, _pair_state, committed,
 KEEPABLE = {"driver": False, "executors": True, "history": False}
 
 
-def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> dict[int, str]:
+def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> dict[int | str, str]:
     """id(stateful node) -> the home its state has in `checkpoint`'s record, for the states
     of queries that committed batches (the others start empty wherever they go), leaving out
-    those `reset` names (they start empty too)."""
+    those `reset` names (they start empty too); and channel -> where such a query keeps the
+    keyed table it reads through it ("executors": per key; "parquet")."""
     found = read_record(checkpoint)
     if found is None:
         return {}
     old, _ = found
-    homes: dict[int, str] = {}
+    homes: dict[int | str, str] = {}
     pairs = _pair_queries(plan, old, checkpoint)
     for stage in plan.stages:
         q = pairs.get(stage.index)
         if q is None or not committed(checkpoint, q):
             continue
+        homes.update(old[q].tables)
         new = [_NewState(x, plan.identities[id(x)], state_type(x)) for x in stage.stateful]
         paired = _pair_state(new, list(old[q].state.values()))
         for ns in new:
@@ -62,6 +64,7 @@ def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> di
 def kept_why(home: str) -> str:
     """The reason `hydrolite plan` gives for a state held where its checkpoint keeps it."""
     at = {"driver": "on the driver", "history": "as its sides' history (Parquet)", "executors": "on the executors"}
+    at["parquet"] = "as Parquet"
     return (
         f"kept {at.get(home, home)}, where the checkpoint keeps it (keyed_state='auto' leaves a resumed state where it "
         "is; moving it would start it empty: a new --checkpoint, or --reset-state, lets this run place it anew)"

@@ -23,10 +23,8 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far),
 and fold their pairs into the commutative keyed aggregates that read them through steps
-keeping the join's key (`_Finder.joined`: the fold's key is the join's, so the join's processor
-keeps the accumulator next to both sides);
-any other join of unbounded streams keeps each side's history as Parquet the executors write
-(`history.py`), never on the driver.
+keeping the join's key (`_Finder.joined`); any other join of unbounded streams keeps each
+side's history as Parquet the executors write (`history.py`), never on the driver.
 
 **Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
 folding a query input directly, and read only by lookups whose requested keys the same
@@ -38,9 +36,10 @@ function is not an algebraic fold"). A top-level `unique()` of a query input (an
 `keys()` and `enumerate()` of a keyed one) is kept the same way: Spark counts each element's
 (key's) occurrences; the new elements of a batch are those whose count is the batch's own, a
 key's indexes continue from its count before the batch (`native_state.native_of`). It is used under
-`keyed_state` `executors` and `auto`
-(local masters too: on the running count of `benchmarks/bench_state_paths.py` at 1M keys it
-was faster than the driver store, README.md "Native aggregation"), never under `driver`.
+`keyed_state` `executors` and `auto` (local masters too: on the running count of
+`benchmarks/bench_state_paths.py` at 1M keys it was faster than the driver store, README.md
+"Native aggregation"), never under `driver`. Under `auto` a resumed state stays where its
+checkpoint keeps it (`kept_homes.py`).
 
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
@@ -72,6 +71,7 @@ from .placement_why import (
     DELTAS_KEPT,
     EXECUTOR_AGGREGATES,
     JOIN_WHY,
+    JOINS,
     TABLE_WHY,
     WHOLE,
     deferred_rows,
@@ -209,9 +209,6 @@ class StagePlacement:
         return next((p for p in self.placements if p.node is node), None)
 
 
-JOINS = (n.Join, n.CrossProduct)
-
-
 def place_all(
     plan: Plan, keyed_state: str, master: str, checkpoint: str | None = None, reset: Sequence[str] = ()
 ) -> None:
@@ -267,7 +264,7 @@ def place(
     joins_why: str | None = None,
     tables: Collection[str] = (),
     tables_why: str | None = None,
-    kept: Mapping[int, str] | None = None,
+    kept: Mapping[int | str, str] | None = None,
 ) -> StagePlacement:
     """Decide, for every stateful operator of `stage`, where its state lives.
 
@@ -282,8 +279,9 @@ def place(
     (`history.py`). A keyed table read from another query as deltas (a channel in `tables`)
     is kept per key on the executors when only lookups read it; with `tables_why` (`auto`,
     where the Parquet copy measured faster) it is kept as Parquet, for that reason. `kept`
-    (id(node) -> home, `kept_homes.recorded_homes`) overrides the option for a state its
-    checkpoint keeps on the driver, the executors or as a join's history.
+    (id(node) or channel -> home, `kept_homes.recorded_homes`) overrides the option for a
+    state its checkpoint keeps on the driver, the executors or as a join's history, and for a
+    keyed table read through a channel (per key, or as Parquet).
     """
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
@@ -368,7 +366,10 @@ def place(
         if ch.name not in tables:
             placements.append(Placement(ch.node, False, WHOLE, rows=True, table=ch.name))
             continue
-        found = tables_why or (finder.table_of(ch.node, ch.name, len(states)) if executors else why_driver)
+        on = (kept or {}).get(ch.name, "executors" if executors and not tables_why else "")  # held where recorded
+        found = finder.table_of(ch.node, ch.name, len(states)) if on == "executors" else tables_why or why_driver
+        if on == "parquet" and (executors and not tables_why):
+            found = kept_why(on)
         if isinstance(found, str):
             placements.append(Placement(ch.node, False, f"{DELTAS_KEPT} ({found})", rows=True, table=ch.name))
             continue

@@ -57,6 +57,7 @@ def deferred_rows(node: n.Node) -> str | None:
     )
 
 
+JOINS = (n.Join, n.CrossProduct)  # the joins of unbounded streams: per key, or their sides' history
 JOIN_WHY = {
     n.Join: "a join of unbounded streams: both sides kept per key",
     n.CrossProduct: "a cross product of unbounded streams: both sides' whole history kept under one key, by one "
