@@ -57,12 +57,16 @@ def run_case(
     steps: list[dict[str, list[Any]]],
     checkpoint: Callable[[str], str] | None = None,
     keyed_state: str = "executors",
+    resume_with: str | None = None,
 ) -> Outcome:
     """Run `source` on Spark with `steps` of inputs, then verify the run against the simulator.
     `checkpoint(directory)` names the run's checkpoint (a Hadoop URI, say) instead of a
     directory under the case's own; a program such a checkpoint cannot hold is "refused".
     `keyed_state` is FlowRunner's option: `executors` (the harness's default) or `driver`
-    (where `auto` keeps Python keyed folds on a local master: what a user runs by default)."""
+    (where `auto` keeps Python keyed folds on a local master: what a user runs by default).
+    With `resume_with`, the run stops after the first half of the steps (verified so far) and a
+    new runner with that option resumes its checkpoint for the rest (verified over the whole
+    run): under `auto`, every state must carry on where the first run kept it."""
     try:
         flow = load(source)
     except FlowError as exc:
@@ -79,16 +83,21 @@ def run_case(
             )
         except (SparkPlanError, CheckpointPathError) as exc:
             return Outcome("refused", str(exc))
+        half = max(1, len(steps) // 2) if resume_with is not None else len(steps)
         try:
-            for step in steps:
-                for port, values in step.items():
-                    if port in flow.sources and values:
-                        h.sender(port).send_many(values)
-                h.step()
+            _feed(h, flow, steps[:half])
             report = verify_runner(h.runner)
             unread = unread_entries(h.runner)  # a stall: batches Spark never ran are missing on both sides
         finally:
             h.runner.stop()
+        if resume_with is not None and report.identical and not unread:
+            h = SparkHarness(flow, spark, directory, keyed_state=resume_with, checkpoint=h.runner.checkpoint)
+            try:
+                _feed(h, flow, steps[half:] or [{}])  # (at least one step: the resumed runner starts)
+                report = verify_runner(h.runner)
+                unread = unread_entries(h.runner)
+            finally:
+                h.runner.stop()
         if unread:
             return Outcome("divergent", "input left unread after the run:\n  " + "\n  ".join(unread), report)
         if report.identical:
@@ -96,3 +105,12 @@ def run_case(
         return Outcome("divergent", str(report), report)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _feed(h: SparkHarness, flow: Flow, steps: list[dict[str, list[Any]]]) -> None:
+    """Write each step's inputs, then let every query process what is available."""
+    for step in steps:
+        for port, values in step.items():
+            if port in flow.sources and values:
+                h.sender(port).send_many(values)
+        h.step()

@@ -47,7 +47,9 @@ def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> O
         return Outcome("error", traceback.format_exc(limit=8))
 
 
-def _draw(seed: int, clusters: bool, keyed_state: str = "mixed", store: bool = False) -> tuple[str, Steps, Runner, str]:
+def _draw(
+    seed: int, clusters: bool, keyed_state: str = "mixed", store: bool = False, resume: str | None = None
+) -> tuple[str, Steps, Runner, str]:
     """The program, inputs and runner of one seed, and what to add to its reproducer: a plain
     program (`progen`, with where its keyed state lives: `keyed_state`, or for `mixed` drawn
     per seed; with `store`, the keyed-store shape `test_keyed_stores_on_the_executors_match_the_simulator`
@@ -59,9 +61,9 @@ def _draw(seed: int, clusters: bool, keyed_state: str = "mixed", store: bool = F
         where = d.choice(KEYED_STATES) if keyed_state == "mixed" else keyed_state
 
         def placed(spark: Any, source: str, steps: Steps) -> Outcome:
-            return run_case(spark, source, steps, keyed_state=where)
+            return run_case(spark, source, steps, keyed_state=where, resume_with=resume)
 
-        return source, steps, placed, f"KEYED_STATE = {where!r}\n"
+        return source, steps, placed, f"KEYED_STATE = {where!r}\n" + (f"RESUME_WITH = {resume!r}\n" if resume else "")
     cp = generate_cluster(d, max_ops=6)
     sizes = {"W": cp.members}
 
@@ -136,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--store", action="store_true", help="generate keyed stores read per key (progen store=True)")
     ap.add_argument(
+        "--resume",
+        choices=["auto", *KEYED_STATES],
+        help="stop plain programs after half their steps and resume the checkpoint with this keyed_state",
+    )
+    ap.add_argument(
         "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
     )
     args = ap.parse_args(argv)
@@ -152,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     found: list[str] = []
     t0 = time.time()
     for i, seed in enumerate(seeds):
-        source, steps, runner, extra = _draw(seed, args.clusters, args.keyed_state, args.store)
+        source, steps, runner, extra = _draw(seed, args.clusters, args.keyed_state, args.store, args.resume)
         t = time.time()
         out = _safe(spark, source, steps, runner)
         counts[out.status] += 1

@@ -70,6 +70,30 @@ def test_keyed_stores_on_the_executors_match_the_simulator(spark: SparkSession, 
     assert out.status == "identical", out.detail
 
 
+@settings(
+    max_examples=max(2, EXAMPLES // 4),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    database=None,
+)
+@given(st.data())
+def test_resumed_under_auto_every_state_carries_on_where_the_checkpoint_keeps_it(
+    spark: SparkSession, data: st.DataObject
+) -> None:
+    """A keyed store run on the executors for half its steps, then resumed under the default
+    `auto` on this local master (which would place a new store on the driver): every state
+    stays where the checkpoint keeps it (`kept_homes.py`), and the whole run equals the
+    simulator's replay."""
+    d = HypothesisDraw(data)
+    source = generate(d, max_ops=4, store=True).source()
+    steps = inputs(d, ["xs", "ys", "ks", "ws"])
+    note(source)
+    note(f"STEPS = {steps!r}")
+    out = run_case(spark, source, steps, keyed_state="executors", resume_with="auto")
+    assert out.status == "identical", out.detail
+
+
 def test_generated_programs_on_a_hadoop_checkpoint_match_the_simulator(spark: SparkSession) -> None:
     """The same programs with their checkpoint on a Hadoop file system (a `viewfs://` mount
     table over the case's directory): Spark's state store, the driver's store, the remap log
@@ -108,8 +132,9 @@ def _regressions() -> list[str]:
 
 @pytest.mark.parametrize("name", _regressions())
 def test_regressions(spark: SparkSession, name: str) -> None:
-    """Each kept reproducer (a program plus its `STEPS`, and `KEYED_STATE` when it is not the
-    executors) runs identically on both backends."""
+    """Each kept reproducer (a program plus its `STEPS`, `KEYED_STATE` when it is not the
+    executors, and `RESUME_WITH` when the run resumes halfway with that option) runs
+    identically on both backends."""
     with open(os.path.join(REGRESSIONS, name)) as fh:
         source = fh.read()
     values = {
@@ -117,7 +142,8 @@ def test_regressions(spark: SparkSession, name: str) -> None:
         for node in ast.parse(source).body
         if isinstance(node, ast.Assign)
         for t in node.targets
-        if isinstance(t, ast.Name) and t.id in ("STEPS", "KEYED_STATE")
+        if isinstance(t, ast.Name) and t.id in ("STEPS", "KEYED_STATE", "RESUME_WITH")
     }
-    out = run_case(spark, source, values["STEPS"], keyed_state=values.get("KEYED_STATE", "executors"))
+    where = values.get("KEYED_STATE", "executors")
+    out = run_case(spark, source, values["STEPS"], keyed_state=where, resume_with=values.get("RESUME_WITH"))
     assert out.status == "identical", out.detail
