@@ -173,3 +173,32 @@ def test_a_keyed_table_read_per_key_stays_per_key(tmp_path: Path) -> None:
     place_all(resumed, "auto", "local[2]", ck)
     assert tables(resumed) == tables(written)
     assert not reconcile(resumed, ck).refused, reconcile(resumed, ck).render()
+
+
+def test_a_native_count_read_whole_stays_native(tmp_path: Path) -> None:
+    """A count read whole is a native aggregation plus a Parquet copy under `executors`; on a
+    local master `auto` keeps a new one on the driver, and a resumed one native (found by the
+    differential test's resumed runs, run_long --resume auto, seed 17001)."""
+
+    def counted() -> Plan:
+        flow = hl.FlowBuilder("whole")
+        p = flow.process(P)
+        p.keyed_source("ks", str, int).count().snapshot(p.tick(), ND).entries().all_ticks().sink("o")
+        return plan_flow(flow.finalize())
+
+    written = counted()
+    place_all(written, "executors", "local[2]")
+    assert _by_op(written)["count"].native
+    ck = str(tmp_path / "ck")
+    recon = reconcile(written, ck)
+    write_record(ck, recon.record())
+    (query,) = recon.record()["queries"]
+    (tmp_path / "ck" / query / "spark" / "commits").mkdir(parents=True)
+    (tmp_path / "ck" / query / "spark" / "commits" / "0").write_text("v1\n{}\n")
+    fresh = counted()
+    place_all(fresh, "auto", "local[2]")
+    assert not _by_op(fresh)["count"].native and reconcile(fresh, ck).refused
+    resumed = counted()
+    place_all(resumed, "auto", "local[2]", ck)
+    assert _by_op(resumed)["count"].native
+    assert not reconcile(resumed, ck).refused, reconcile(resumed, ck).render()

@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from .stages import Plan
 from .upgrade import _matches, _NewState, _pair_queries, _pair_state, committed, read_record, state_type
 
-#: the homes a placement can be held to, and whether each is the executors' (for a keyed
-#: aggregate: the transformWithState operator; for a join: Spark's per-key join state). A
-#: state recorded in a native aggregation is left to the rules: those keep it native whenever
-#: it still is one, and otherwise `reconcile` names the change.
+#: the homes a placement can be held to besides "native", and whether each is the executors'
+#: (for a keyed aggregate: the transformWithState operator; for a join: Spark's per-key join
+#: state). A state recorded in a native aggregation stays native when the aggregation still
+#: computes it, read whole too (as under `executors`); otherwise `reconcile` names the change.
 KEEPABLE = {"driver": False, "executors": True, "history": False}
 
 

@@ -279,16 +279,14 @@ def place(
     (`history.py`). A keyed table read from another query as deltas (a channel in `tables`)
     is kept per key on the executors when only lookups read it; with `tables_why` (`auto`,
     where the Parquet copy measured faster) it is kept as Parquet, for that reason. `kept`
-    (id(node) or channel -> home, `kept_homes.recorded_homes`) overrides the option for a
-    state its checkpoint keeps on the driver, the executors or as a join's history, and for a
-    keyed table read through a channel (per key, or as Parquet).
-    """
+    (`kept_homes.recorded_homes`) overrides all that for a state, or a keyed table read
+    through a channel, its checkpoint keeps somewhere (native ones read whole too)."""
     joins_here = executors if joins is None else joins
     native_here = executors if native is None else native
     why_driver = driver_why or "the run asked for driver state (keyed_state='driver')"
     finder = _Finder(stage)
-    held = {k: KEEPABLE[h] for k, h in (kept or {}).items() if h in KEEPABLE}  # id -> on the executors?
-    joins_at = [x for x in stage.stateful if isinstance(x, n.Join) and held.get(id(x), joins_here)]
+    held = kept or {}  # id(node) -> its home in the checkpoint
+    joins_at = [x for x in stage.stateful if isinstance(x, n.Join) and KEEPABLE.get(held.get(id(x), ""), joins_here)]
     found_joins = (finder.join_of(x) for x in joins_at)
     finder.joins = {id(j.node): j for j in found_joins if isinstance(j, ExecutorJoin)}
     states: list[ExecutorState] = []
@@ -300,16 +298,18 @@ def place(
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
         join, occurrences = isinstance(node, JOINS), isinstance(node, OCCURRENCES)  # (occurrences: native counts)
         # a state its checkpoint keeps somewhere (kept_homes.py): the option's flags, for this state only
-        hold = held.get(id(node)) if keyed_aggregate or occurrences or join else None
+        rec = held.get(id(node), "") if keyed_aggregate or occurrences or join else ""
+        hold = KEEPABLE.get(rec)  # held on the executors (True) or not (False); None: native, or not held
         executors_, joins_ = (executors, joins_here) if hold is None else (hold, hold)
-        # held elsewhere than the option would put it (held on the driver, it also leaves the native path)
-        moved = hold is not None and (
+        moved = hold is not None and (  # held elsewhere than the option puts it (the driver: not native)
             hold != (joins_here if join else executors) or native_here and not hold and not join
         )
-        why_here = kept_why(kept[id(node)]) if moved and kept else why_driver
+        why_here = kept_why(rec) if moved else why_driver
         not_native, held_note = "", f"; {why_here}" if moved and hold else ""
-        if native_here and hold is None and (keyed_aggregate or occurrences):
-            found_native = native_of(node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors)
+        if (native_here or rec == "native") and hold is None and (keyed_aggregate or occurrences):
+            found_native = native_of(
+                node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors or bool(rec)
+            )
             if not isinstance(found_native, str):
                 natives.append(found_native)
                 placements.append(Placement(node, True, describe_native(found_native), native=True))
