@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -48,35 +49,30 @@ def test_generated_programs_match_the_simulator(spark: SparkSession, data: st.Da
     assert out.status in ("identical", "refused"), out.detail
 
 
-@settings(
-    max_examples=max(2, EXAMPLES // 2),
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-    database=None,
-)
+def _store(data: st.DataObject) -> tuple[str, list[dict[str, list[Any]]]]:
+    """A generated program with a keyed store read per key, and its inputs (noted for a failure)."""
+    d = HypothesisDraw(data)
+    source = generate(d, max_ops=4, store=True).source()
+    steps = inputs(d, ["xs", "ys", "ks", "ws"])
+    note(source)
+    note(f"STEPS = {steps!r}")
+    return source, steps
+
+
+SMALL = settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+
+
+@settings(SMALL, max_examples=max(2, EXAMPLES // 2))
 @given(st.data())
 def test_keyed_stores_on_the_executors_match_the_simulator(spark: SparkSession, data: st.DataObject) -> None:
     """Programs with a keyed store read per key: Spark keeps that state on the executors
     (`placement.py`, `keyed_state.py`), folded per key in arrival order; the simulator is the
     reference for every aggregate, lookup form and function path."""
-    d = HypothesisDraw(data)
-    prog = generate(d, max_ops=4, store=True)
-    source = prog.source()
-    steps = inputs(d, ["xs", "ys", "ks", "ws"])
-    note(source)
-    note(f"STEPS = {steps!r}")
-    out = run_case(spark, source, steps)
+    out = run_case(spark, *_store(data))
     assert out.status == "identical", out.detail
 
 
-@settings(
-    max_examples=max(2, EXAMPLES // 4),
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-    database=None,
-)
+@settings(SMALL, max_examples=max(2, EXAMPLES // 4))
 @given(st.data())
 def test_resumed_under_auto_every_state_carries_on_where_the_checkpoint_keeps_it(
     spark: SparkSession, data: st.DataObject
@@ -85,12 +81,7 @@ def test_resumed_under_auto_every_state_carries_on_where_the_checkpoint_keeps_it
     `auto` on this local master (which would place a new store on the driver): every state
     stays where the checkpoint keeps it (`kept_homes.py`), and the whole run equals the
     simulator's replay."""
-    d = HypothesisDraw(data)
-    source = generate(d, max_ops=4, store=True).source()
-    steps = inputs(d, ["xs", "ys", "ks", "ws"])
-    note(source)
-    note(f"STEPS = {steps!r}")
-    out = run_case(spark, source, steps, keyed_state="executors", resume_with="auto")
+    out = run_case(spark, *_store(data), keyed_state="executors", resume_with="auto")
     assert out.status == "identical", out.detail
 
 
