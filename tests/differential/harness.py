@@ -65,8 +65,9 @@ def run_case(
     `keyed_state` is FlowRunner's option: `executors` (the harness's default) or `driver`
     (where `auto` keeps Python keyed folds on a local master: what a user runs by default).
     With `resume_with`, the run stops after the first half of the steps (verified so far) and a
-    new runner with that option resumes its checkpoint for the rest (verified over the whole
-    run): under `auto`, every state must carry on where the first run kept it."""
+    new runner with that option resumes its checkpoint for the rest (the replay covers the whole
+    run; each runner's memory sinks are compared over the batches it ran): under `auto`, every
+    state must carry on where the first run kept it."""
     try:
         flow = load(source)
     except FlowError as exc:
