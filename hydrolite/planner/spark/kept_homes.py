@@ -63,8 +63,12 @@ def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> di
 
 def kept_why(home: str) -> str:
     """The reason `hydrolite plan` gives for a state held where its checkpoint keeps it."""
-    at = {"driver": "on the driver", "history": "as its sides' history (Parquet)", "executors": "on the executors"}
-    at["parquet"] = "as Parquet"
+    at = {
+        "driver": "on the driver",
+        "executors": "on the executors",
+        "history": "as its sides' history (Parquet)",
+        "parquet": "as Parquet",
+    }
     return (
         f"kept {at.get(home, home)}, where the checkpoint keeps it (keyed_state='auto' leaves a resumed state where it "
         "is; moving it would start it empty: a new --checkpoint, or --reset-state, lets this run place it anew)"

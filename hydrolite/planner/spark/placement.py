@@ -366,7 +366,7 @@ def place(
         if ch.name not in tables:
             placements.append(Placement(ch.node, False, WHOLE, rows=True, table=ch.name))
             continue
-        on = (kept or {}).get(ch.name, "executors" if executors and not tables_why else "")  # held where recorded
+        on = held.get(ch.name, "executors" if executors and not tables_why else "")  # held where recorded
         found = finder.table_of(ch.node, ch.name, len(states)) if on == "executors" else tables_why or why_driver
         if on == "parquet" and (executors and not tables_why):
             found = kept_why(on)
