@@ -40,6 +40,37 @@ def test_the_launcher_puts_the_installation_before_sparks_zips(tmp_path: Path) -
     assert "" not in without[1:] and first[0] in without
 
 
+def test_the_launcher_drops_sparks_own_entries_and_keeps_the_rest_in_order(tmp_path: Path) -> None:
+    """The entries in `drop` (Spark's zips and jar) leave the path; every other entry stays
+    where it was, spaces, `*` and empty entries included."""
+    first = [str(tmp_path / "site")]
+    zips = [str(tmp_path / "spark" / "python" / "lib" / n) for n in ("pyspark.zip", "py4j-0.10.9.9-src.zip")]
+    jar = str(tmp_path / "spark" / "jars" / "spark-core_2.13-4.3.0.jar")
+    mine = [str(tmp_path / "my libs"), str(tmp_path / "star*"), str(tmp_path / "other.zip")]
+    for d in [*first, *mine]:
+        os.makedirs(d)
+    launcher = wp._write_launcher(wp.launcher_text(sys.executable, first, [*zips, jar]))
+    given = [zips[0], mine[0], zips[1], mine[1], jar, mine[2]]
+    _, path = _sys_path_of(launcher, os.pathsep.join(given))
+    assert not set(path) & {*zips, jar}
+    assert [p for p in path if p in [*first, *mine]] == [*first, *mine]
+    _, unchanged = _sys_path_of(wp._write_launcher(wp.launcher_text(sys.executable, first)), os.pathsep.join(given))
+    assert [p for p in unchanged if p in given] == given  # nothing to drop: all kept
+
+
+def test_sparks_own_entries_are_those_of_the_installed_home() -> None:
+    """For the pip-installed pyspark here: its two zips and its spark-core jar, files that
+    exist, and nothing outside its home."""
+    import pyspark
+
+    home = os.path.dirname(os.path.realpath(pyspark.__file__))
+    entries = wp.sparks_own_entries()
+    names = sorted(os.path.basename(e) for e in entries if os.path.realpath(e).startswith(home + os.sep))
+    assert len(names) == len(entries) and all(os.path.isfile(e) for e in entries)
+    assert "pyspark.zip" in names and any(n.startswith("py4j-") for n in names)
+    assert any(n.startswith("spark-core_") and n.endswith(".jar") for n in names)
+
+
 def test_the_same_launcher_is_written_once(tmp_path: Path) -> None:
     text = wp.launcher_text(sys.executable, [str(tmp_path)])
     a = wp._write_launcher(text)

@@ -17,22 +17,25 @@ SCHEMA = json.dumps(
 )
 
 
-def _where() -> tuple[str, str]:
+def _where() -> tuple[str, str, list[str]]:
     import pyspark
 
-    return sys.executable, pyspark.__file__ or ""
+    archives = [p for p in sys.path if p.endswith((".zip", ".jar")) and os.path.isfile(p)]
+    return sys.executable, pyspark.__file__ or "", archives
 
 
 def test_workers_run_this_interpreter_and_the_compiled_pyspark(spark: SparkSession) -> None:
     """The session (tests/conftest.py, through `spark_session`) starts its workers with the
     launcher of `worker_python`: the same interpreter, and pyspark from the installation
-    rather than from SPARK_HOME's zip (which Python compiles again at every start)."""
+    rather than from SPARK_HOME's zip (which Python compiles again at every start), and
+    without Spark's zips and jar on the path (read again before every function Spark runs)."""
     import pyspark
     from pyspark.cloudpickle import register_pickle_by_value
 
     register_pickle_by_value(sys.modules[__name__])  # the workers cannot import tests/ modules
-    (python, module), *_ = spark.sparkContext.parallelize([0], 1).map(lambda _: _where()).collect()
+    (python, module, archives), *_ = spark.sparkContext.parallelize([0], 1).map(lambda _: _where()).collect()
     assert os.path.realpath(python) == os.path.realpath(sys.executable)
+    assert archives == [], archives
     assert ".zip" not in module, module
     assert os.path.dirname(module) == os.path.dirname(pyspark.__file__ or "")
 
