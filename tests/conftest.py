@@ -63,19 +63,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} -XX:SharedArchiveFile={archive}"
 
 
-# The session's queries evaluate expressions interpreted instead of compiling them to Java
-# (Janino) first. Nearly every query a test starts is a new program with a few tiny batches,
-# so Spark compiled code it then ran once or twice: in a Java Flight Recorder profile of the
-# operator matrix on Spark, 20% of the JVM's samples were code generation. With these two
-# settings the matrix's 34 Spark cases took 104-112 s of JVM CPU against 136-149 s, and
-# 178-196 s of machine CPU against 223-239 s (one session each, 2 cores). Interpreted
-# evaluation is Spark's own fallback path, with the same results; the CLI runs the tests start
-# as subprocesses (exactly-once, local-cluster, metrics, ...) keep Spark's default, as users do.
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
+    from session_conf import INTERPRETED  # tests/ is on sys.path (rootdir conftest)
+
     from hydrolite.planner.spark.session import QUIET_LOG4J, spark_session
 
     jvm = f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"  # the JIT and GC flags: SPARK_SUBMIT_OPTS above

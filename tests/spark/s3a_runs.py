@@ -29,6 +29,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.session import spark_session
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.verify import unread_entries, verify_runner
+from tests.session_conf import INTERPRETED
 from tests.spark.runs import json_batches, run_once
 from tests.spark.s3_server import spark_conf
 from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
@@ -203,7 +204,7 @@ def files(ck: str, workdir: Path) -> dict[str, Any]:
 
 
 def main(endpoint: str, bucket: str, workdir: str) -> None:
-    spark = spark_session("local[2]", spark_conf(endpoint))
+    spark = spark_session("local[2]", {**spark_conf(endpoint), **INTERPRETED})
     d = Path(workdir)
     for result in (
         kvstore_crash(spark, d / "exec", f"s3a://{bucket}/exec", "executors", "before_outputs"),
