@@ -42,7 +42,7 @@ def test_the_launcher_puts_the_installation_before_sparks_zips(tmp_path: Path) -
 
 def test_the_launcher_drops_sparks_own_entries_and_keeps_the_rest_in_order(tmp_path: Path) -> None:
     """The entries in `drop` (Spark's zips and jar) leave the path; every other entry stays
-    where it was, spaces, `*` and empty entries included."""
+    where it was: spaces, `*` and empty entries included."""
     first = [str(tmp_path / "site")]
     zips = [str(tmp_path / "spark" / "python" / "lib" / n) for n in ("pyspark.zip", "py4j-0.10.9.9-src.zip")]
     jar = str(tmp_path / "spark" / "jars" / "spark-core_2.13-4.3.0.jar")
@@ -56,6 +56,11 @@ def test_the_launcher_drops_sparks_own_entries_and_keeps_the_rest_in_order(tmp_p
     assert [p for p in path if p in [*first, *mine]] == [*first, *mine]
     _, unchanged = _sys_path_of(wp._write_launcher(wp.launcher_text(sys.executable, first)), os.pathsep.join(given))
     assert [p for p in unchanged if p in given] == given  # nothing to drop: all kept
+    # empty entries (the current directory for Python), inside and at either end, stay where they were
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["", mine[0], zips[0], "", mine[1], ""])}
+    code = "import os; print(os.environ['PYTHONPATH'])"
+    out = subprocess.run([launcher, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.rstrip("\n").split(os.pathsep) == [*first, "", mine[0], "", mine[1], ""]
 
 
 def test_sparks_own_entries_are_those_of_the_installed_home() -> None:

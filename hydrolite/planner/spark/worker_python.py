@@ -96,8 +96,9 @@ def sparks_own_entries() -> list[str]:
 
 def launcher_text(python: str, first: list[str], drop: list[str] | None = None) -> str:
     """The launcher script: `first` ahead of the PYTHONPATH Spark gives, without the entries
-    in `drop` (matched whole), then `python`. Globbing is off while the script splits the
-    path, so an entry with `*` in it is kept as written."""
+    in `drop` (matched whole), then `python`. Every other entry is kept as written, in its
+    order: globbing is off while the script splits the path (an entry may hold `*`), and
+    empty entries (Python's current directory) stay, a trailing one included."""
     lines = [
         "#!/bin/sh",
         "# written by hydrolite (hydrolite/planner/spark/worker_python.py): Spark's Python",
@@ -109,6 +110,7 @@ def launcher_text(python: str, first: list[str], drop: list[str] | None = None) 
         if drop:
             lines.append(f"  case $hydrolite_entry in {'|'.join(shlex.quote(d) for d in drop)}) continue ;; esac")
         lines += ['  hydrolite_path="$hydrolite_path:$hydrolite_entry"', "done"]
+        lines.append('case ${PYTHONPATH-} in *:) hydrolite_path="$hydrolite_path:" ;; esac  # splitting drops it')
         lines += ['PYTHONPATH="$hydrolite_path"', "export PYTHONPATH"]
     lines.append(f'exec {shlex.quote(python)} "$@"')
     return "\n".join(lines) + "\n"
