@@ -78,18 +78,22 @@ def _installed_pyspark_parents() -> list[str]:
     return parents
 
 
+#: where Spark's own `PYTHONPATH` entries sit under its home
+_SPARKS_ENTRIES = (("python", "lib", "pyspark.zip"), ("python", "lib", "py4j-*-src.zip"), ("jars", "spark-core_*.jar"))
+
+
 def sparks_own_entries() -> list[str]:
-    """The `PYTHONPATH` entries Spark adds from a pip-installed pyspark's home (its
-    `python/lib` zips and `jars/spark-core_*.jar`), under both spellings of the home (as
-    given and resolved): what the launcher drops once the installation comes first. None
-    for a separate Spark distribution, whose zips are what its JVM expects."""
+    """The `PYTHONPATH` entries Spark adds from its home (its `python/lib` zips and
+    `jars/spark-core_*.jar`), under both spellings of the home (as given and resolved): what
+    the launcher drops when the installation comes first, i.e. when `SPARK_HOME` is the
+    pip-installed pyspark (`_installed_pyspark_parents()` finds it; `worker_python` checks).
+    A separate Spark distribution keeps them: its zips are what its JVM expects."""
     home = _spark_home()
-    if home is None or not _installed_pyspark_parents():
+    if home is None:
         return []
     found: list[str] = []
     for root in dict.fromkeys([home, os.path.realpath(home)]):
-        patterns = [("python", "lib", "pyspark.zip"), ("python", "lib", "py4j-*-src.zip"), ("jars", "spark-core_*.jar")]
-        for parts in patterns:
+        for parts in _SPARKS_ENTRIES:
             found += sorted(glob.glob(os.path.join(glob.escape(root), *parts)))
     return list(dict.fromkeys(found))
 
@@ -165,4 +169,5 @@ def worker_python(master: str | None, conf: Mapping[str, str]) -> str | None:
     local = master is None or master == "local" or master.startswith(("local[", "local-cluster["))
     if not local or os.name != "posix" or not sys.executable:
         return None
-    return _write_launcher(launcher_text(sys.executable, _installed_pyspark_parents(), sparks_own_entries()))
+    first = _installed_pyspark_parents()  # empty for a separate distribution: its entries stay
+    return _write_launcher(launcher_text(sys.executable, first, sparks_own_entries() if first else []))
