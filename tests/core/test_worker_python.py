@@ -136,3 +136,34 @@ def test_a_directory_another_user_could_write_is_not_used(tmp_path: Path, monkey
     assert planted.parent == shared
     planted.write_text("#!/bin/sh\necho planted\n")
     assert wp._write_launcher(text) == str(planted) and planted.read_text() == text
+
+
+def test_only_the_query_start_modules_go_through_the_fork_server_client(tmp_path: Path) -> None:
+    """`python -m` of a module in `forkserver.FORKED` runs the client (isolated, with the
+    modules it may fork); any other command runs the interpreter as before."""
+    from hydrolite.planner.spark.forkserver import FORKED
+
+    client = tmp_path / "client.py"
+    client.write_text("import sys; print('client', sys.flags.isolated, sys.flags.no_site, sys.argv[1:])")
+    (tmp_path / "other_mod.py").write_text("print('direct')")
+    launcher = tmp_path / "launcher.sh"
+    launcher.write_text(wp.launcher_text(sys.executable, [], None, str(client)))
+    launcher.chmod(0o755)
+
+    def run(*args: str) -> str:
+        done = subprocess.run([str(launcher), *args], cwd=tmp_path, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    for module in FORKED:
+        assert run("-m", module, "a b") == f"client 1 1 {[','.join(FORKED), '-m', module, 'a b']}"
+    assert run("-m", "other_mod") == "direct"
+    assert run("-c", "print('direct')") == "direct"
+    assert "client" not in wp.launcher_text(sys.executable, [], None)
+
+
+def test_hydrolite_no_forkserver_writes_the_launcher_without_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    with_server = Path(wp.worker_python("local[2]", {}) or "").read_text()
+    monkeypatch.setenv("HYDROLITE_NO_FORKSERVER", "1")
+    without = Path(wp.worker_python("local[2]", {}) or "").read_text()
+    assert "forkserver-client-" in with_server and "forkserver" not in without

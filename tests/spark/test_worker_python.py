@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -80,3 +81,68 @@ print(reader.latestOffset({{"entries": 0}}, None))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "{'entries': 1}"
+
+
+class _ParentProbe:
+    """A Python streaming source whose offsets are asked for in the process Spark starts per
+    source at every query start: it notes that process's parent (pickled by value)."""
+
+    @staticmethod
+    def source() -> type:
+        from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+        class Reader(DataSourceStreamReader):
+            def __init__(self, out: str) -> None:
+                self.out = out
+
+            def initialOffset(self) -> dict[str, int]:
+                parent = os.getppid()
+                with open(f"/proc/{parent}/cmdline", "rb") as fh:
+                    cmd = fh.read().decode().split("\0")
+                with open(self.out, "a") as fh:
+                    fh.write(json.dumps({"parent": parent, "cmd": cmd}) + "\n")
+                return {"n": 0}
+
+            def latestOffset(self) -> dict[str, int]:
+                return {"n": 1}
+
+            def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+                return [InputPartition(0)] if start != end else []
+
+            def read(self, partition: InputPartition) -> Any:
+                yield (1,)
+
+        class Source(DataSource):
+            @classmethod
+            def name(cls) -> str:
+                return "hl_parent_probe"
+
+            def schema(self) -> str:
+                return "v long"
+
+            def streamReader(self, schema: Any) -> DataSourceStreamReader:
+                return Reader(self.options["out"])
+
+        return Source
+
+
+def test_query_start_processes_are_forked_by_the_jvms_fork_server(spark: SparkSession, tmp_path: Path) -> None:
+    """After the first, each query start's source process is a child of the fork server of
+    this session's JVM (hydrolite/planner/spark/forkserver.py), not a fresh interpreter;
+    its query runs as before."""
+    from pyspark.cloudpickle import register_pickle_by_value
+
+    register_pickle_by_value(sys.modules[__name__])
+    spark.dataSource.register(_ParentProbe.source())
+    jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    out = tmp_path / "parents.jsonl"
+    for run in range(3):
+        df = spark.readStream.format("hl_parent_probe").option("out", str(out)).load()
+        q = df.writeStream.format("memory").queryName(f"hl_parent_probe_{run}").start()
+        q.processAllAvailable()
+        q.stop()
+        assert spark.table(f"hl_parent_probe_{run}").collect() == [(1,)]
+    seen = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(seen) == 3
+    last = seen[-1]
+    assert "hydrolite.planner.spark.forkserver" in last["cmd"] and str(jvm) in last["cmd"], seen

@@ -48,6 +48,9 @@ import sys
 import tempfile
 from collections.abc import Mapping
 
+from . import forkserver_client
+from .forkserver import FORKED
+
 
 def _spark_home() -> str | None:
     from pyspark.find_spark_home import _find_spark_home
@@ -98,11 +101,14 @@ def sparks_own_entries() -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def launcher_text(python: str, first: list[str], drop: list[str] | None = None) -> str:
+def launcher_text(python: str, first: list[str], drop: list[str] | None = None, client: str | None = None) -> str:
     """The launcher script: `first` ahead of the PYTHONPATH Spark gives, without the entries
     in `drop` (matched whole), then `python`. Every other entry is kept as written, in its
     order: globbing is off while the script splits the path (an entry may hold `*`), and
-    empty entries (Python's current directory) stay, a trailing one included."""
+    empty entries (Python's current directory) stay, a trailing one included. With `client`
+    (a copy of `forkserver_client.py`), `python -m` of a module in `forkserver.FORKED` runs
+    through it: isolated (`-I -S`, the standard library only), it hands the process to the
+    fork server (`forkserver.py`) or runs the module itself."""
     lines = [
         "#!/bin/sh",
         "# written by hydrolite (hydrolite/planner/spark/worker_python.py): Spark's Python",
@@ -116,6 +122,14 @@ def launcher_text(python: str, first: list[str], drop: list[str] | None = None) 
         lines += ['  hydrolite_path="$hydrolite_path:$hydrolite_entry"', "done"]
         lines.append('case ${PYTHONPATH-} in *:) hydrolite_path="$hydrolite_path:" ;; esac  # splitting drops it')
         lines += ['PYTHONPATH="$hydrolite_path"', "export PYTHONPATH"]
+    if client is not None:
+        lines += [
+            'if [ "${1-}" = -m ]; then',
+            f"  case ${{2-}} in {'|'.join(FORKED)})",
+            f'    exec {shlex.quote(python)} -I -S {shlex.quote(client)} {",".join(FORKED)} "$@" ;;',
+            "  esac",
+            "fi",
+        ]
     lines.append(f'exec {shlex.quote(python)} "$@"')
     return "\n".join(lines) + "\n"
 
@@ -144,10 +158,10 @@ def _holds(path: str, text: str) -> bool:
         return False
 
 
-def _write_launcher(text: str) -> str:
+def _write_launcher(text: str, name: str = "python", suffix: str = ".sh") -> str:
     """Write `text` once per content into this user's private directory; its path."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = os.path.join(_private_dir(), f"python-{digest}.sh")
+    path = os.path.join(_private_dir(), f"{name}-{digest}{suffix}")
     if _holds(path, text):
         return path
     tmp = f"{path}.{os.getpid()}.tmp"
@@ -170,4 +184,8 @@ def worker_python(master: str | None, conf: Mapping[str, str]) -> str | None:
     if not local or os.name != "posix" or not sys.executable:
         return None
     first = _installed_pyspark_parents()  # empty for a separate distribution: its entries stay
-    return _write_launcher(launcher_text(sys.executable, first, sparks_own_entries() if first else []))
+    client = None
+    if os.environ.get("HYDROLITE_NO_FORKSERVER", "") in ("", "0"):
+        with open(forkserver_client.__file__, encoding="utf-8") as fh:
+            client = _write_launcher(fh.read(), "forkserver-client", ".py")
+    return _write_launcher(launcher_text(sys.executable, first, sparks_own_entries() if first else [], client))

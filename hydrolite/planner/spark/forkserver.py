@@ -1,0 +1,259 @@
+"""A fork server for the Python processes Spark starts afresh at every query start.
+
+For each Python streaming source (hydrolite's feeds and channels) Spark starts a new
+`python -m pyspark.sql.streaming.python_streaming_source_runner` every time a query starts,
+and a `transformWithState` query starts `python -m
+pyspark.sql.streaming.transform_with_state_driver_worker` too. Each imports pyspark,
+pyarrow, numpy and pandas before it does anything: about 0.4-0.5 s of CPU apiece here, so a
+query with two feeds and executor state spent ~1.5 s of CPU in imports before its first
+batch, at every start and restart. (Spark's UDF workers do not pay it: they fork from
+`pyspark.daemon`, which imported them once.)
+
+This server does for those modules what `pyspark.daemon` does for UDF workers: it imports
+them once, then forks a child per request. The launcher (`worker_python.py`) routes only the
+modules in `FORKED` here, through `forkserver_client.py`; the child gets the client's exact
+arguments, environment, working directory and standard input, output and error (passed as
+file descriptors), and runs the module as `__main__`, so to Spark it is the process it
+started: the client forwards Spark's signals to it and exits with its status.
+
+One server per JVM and environment (`forkserver_client.server_key`: the interpreter, the
+directory, the JVM's process id and every environment variable but Spark's per-process
+socket and secret), so a child never runs under an interpreter started with other settings
+(hash seed, `PYTHONPATH`, ...). Its socket and log live in the user's private launcher
+directory (mode 0700); it serves only its own user (`SO_PEERCRED`). It exits when its JVM
+does, and kills a child whose client went away (Spark destroyed it by force). A server that
+cannot start, or is gone, costs nothing but the time it saves: the client then runs the
+module itself. `HYDROLITE_NO_FORKSERVER=1` turns it off: each process starts afresh through
+the launcher alone (checked by `worker_python` when it writes the launcher).
+
+    python -m hydrolite.planner.spark.forkserver SOCKET JVM_PID MODULE[,MODULE...]
+
+(the modules it imports once and may run)
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import runpy
+import selectors
+import signal
+import socket
+import struct
+import sys
+import traceback
+import warnings
+
+#: the modules Spark starts as fresh processes at query start, which the server imports once
+#: and runs (hydrolite's sources and stateful processor come pickled by value: nothing more
+#: to import ahead)
+FORKED = (
+    "pyspark.sql.streaming.python_streaming_source_runner",
+    "pyspark.sql.streaming.transform_with_state_driver_worker",
+)
+_CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+def _log(text: str) -> None:
+    print(f"hydrolite fork server {os.getpid()}: {text}", file=sys.stderr, flush=True)
+
+
+def _read_request(conn: socket.socket, forked: tuple[str, ...]) -> tuple[dict[str, object], list[int]]:
+    """The client's request (`forkserver_client._request`): its JSON and its three fds."""
+    conn.settimeout(10)
+    _, uid, _ = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
+    msg, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+    if uid != os.getuid() or msg != b"R" or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError(f"not a request from this user's launcher (uid {uid}, {msg!r}, {len(fds)} fds)")
+    try:
+        request = _read_body(conn)
+        argv, env, cwd = request.get("argv"), request.get("env"), request.get("cwd")
+        if not (isinstance(argv, list) and isinstance(env, dict) and isinstance(cwd, str)):
+            raise ValueError(f"a malformed request: {sorted(request)}")
+        if len(argv) < 2 or argv[0] != "-m" or argv[1] not in forked:
+            raise ValueError(f"the fork server runs only `-m` of {forked}, not {argv}")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    conn.settimeout(None)
+    return request, fds
+
+
+def _read_body(conn: socket.socket) -> dict[str, object]:
+    head = b""
+    while len(head) < 4:
+        chunk = conn.recv(4 - len(head))
+        if not chunk:
+            raise EOFError("the client closed before its request")
+        head += chunk
+    (size,), body = struct.unpack("!I", head), bytearray()
+    while len(body) < size:
+        chunk = conn.recv(size - len(body))
+        if not chunk:
+            raise EOFError("the client closed inside its request")
+        body += chunk
+    request = json.loads(body)
+    if not isinstance(request, dict):
+        raise ValueError("a malformed request")
+    return request
+
+
+def _run_child(request: dict[str, object], fds: list[int]) -> int:
+    """In the forked child: become the process the client stands for and run its module."""
+    argv, env, cwd = request["argv"], request["env"], request["cwd"]
+    assert isinstance(argv, list) and isinstance(env, dict) and isinstance(cwd, str)  # (_read_request)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in env.items()})
+    sys.path[0] = cwd  # what `python -m` puts first (the server started in the same directory)
+    sys.argv = [str(a) for a in argv[1:]]
+    try:
+        runpy.run_module(str(argv[1]), run_name="__main__", alter_sys=True)
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1
+    return 0
+
+
+class Server:
+    def __init__(self, path: str, jvm: int, forked: tuple[str, ...]) -> None:
+        self.path, self.jvm, self.forked = path, jvm, forked
+        self.sel = selectors.DefaultSelector()
+        self.children: dict[int, socket.socket] = {}  # child pid -> its client's connection
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.lexists(path):  # a dead server's (the client's lock makes this one the only one)
+            os.unlink(path)
+        self.listener.bind(path)
+        os.chmod(path, 0o600)
+        self.listener.listen(64)
+        self.sel.register(self.listener, selectors.EVENT_READ)
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes `select` through the pipe
+        self.sel.register(self.wake_r, selectors.EVENT_READ)
+
+    def _fork(self, conn: socket.socket) -> None:
+        request, fds = _read_request(conn, self.forked)
+        with warnings.catch_warnings():  # Python 3.12+ warns of forking with threads running:
+            warnings.simplefilter("ignore", DeprecationWarning)  # numpy's and pyarrow's, as in pyspark.daemon
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # (the server's own handlers)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                self.sel.close()
+                self.listener.close()
+                os.close(self.wake_r)
+                os.close(self.wake_w)
+                for other in (conn, *self.children.values()):
+                    other.close()
+                code = _run_child(request, fds)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                try:
+                    atexit._run_exitfuncs()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = conn
+        conn.sendall(f"P{pid}\n".encode())
+        self.sel.register(conn, selectors.EVENT_READ, pid)
+
+    def _reap(self) -> None:
+        while self.children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            self.sel.unregister(conn)
+            try:
+                conn.sendall(f"S{code}\n".encode())
+            except OSError:
+                pass  # the client is gone: nobody waits for the status
+            conn.close()
+
+    def _jvm_alive(self) -> bool:
+        try:
+            os.kill(self.jvm, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def serve(self) -> None:
+        while self._jvm_alive():
+            for key, _ in self.sel.select(timeout=1.0):
+                if key.fileobj is self.listener:
+                    conn, _addr = self.listener.accept()
+                    try:
+                        self._fork(conn)
+                    except (OSError, ValueError, EOFError) as err:
+                        _log(f"refused a request: {err!r}")
+                        conn.close()
+                elif key.fileobj == self.wake_r:
+                    os.read(self.wake_r, 512)
+                elif not key.fileobj.recv(1):  # type: ignore[union-attr]
+                    # the client went away (Spark destroyed it by force): so goes its child
+                    try:
+                        os.kill(key.data, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            self._reap()
+        for pid in list(self.children):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def close(self) -> None:
+        """Remove the socket, the client's lock (`forkserver_client._spawn`) and the log
+        when nothing was written to it."""
+        base = self.path.removesuffix(".sock")
+        for path in (self.path, f"{base}.lock", f"{base}.log"):
+            try:
+                if not path.endswith(".log") or os.path.getsize(path) == 0:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def main(argv: list[str]) -> None:
+    path, jvm, forked = argv[0], int(argv[1]), tuple(m for m in argv[2].split(",") if m)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (then `close` removes the socket)
+    for module in forked:
+        try:
+            importlib.import_module(module)
+        except (Exception, SystemExit):  # the child imports it again and fails where Spark sees it
+            _log(f"could not preload {module}:\n{traceback.format_exc()}")
+    server = Server(path, jvm, forked)
+    try:
+        server.serve()
+    finally:
+        server.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
