@@ -183,3 +183,33 @@ def _stop_server(sock: Path) -> None:
     except OSError:
         return
     os.kill(pid, signal.SIGTERM)
+
+
+def test_a_request_the_server_refuses_runs_in_the_client(place: Path) -> None:
+    """A server that will not fork the module (here: one started for other modules) closes
+    the connection before forking; the client then runs the module itself."""
+    from hydrolite.planner.spark.forkserver_client import server_key
+
+    env = env_for("s")
+    key = server_key(sys.executable, str(place / "work"), os.getpid(), env)
+    (place / f"fs-{key}.lock").write_text("")
+    kept = {k: v for k, v in env.items() if not k.startswith("PYTHON_WORKER_FACTORY_")}
+    with open(place / f"fs-{key}.log", "w") as log:
+        argv = [
+            sys.executable,
+            "-m",
+            "hydrolite.planner.spark.forkserver",
+            str(place / f"fs-{key}.sock"),
+            str(os.getpid()),
+            "json",
+        ]
+        server = subprocess.Popen(argv, cwd=place / "work", env=kept, stdin=subprocess.DEVNULL, stderr=log)
+    try:
+        assert wait_for_server(place) == server.pid
+        done = started(place, "s", stdin="x\n")
+        assert done.returncode == 3 and json.loads(done.stdout)["ppid"] == os.getpid(), done.stderr
+        assert "refused a request" in (place / f"fs-{key}.log").read_text()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert not (place / f"fs-{key}.sock").exists()  # (SIGTERM: it removes its socket)

@@ -131,7 +131,7 @@ class Server:
     def __init__(self, path: str, jvm: int, forked: tuple[str, ...]) -> None:
         self.path, self.jvm, self.forked = path, jvm, forked
         self.sel = selectors.DefaultSelector()
-        self.children: dict[int, socket.socket] = {}  # child pid -> its client's connection
+        self.children: dict[int, socket.socket | None] = {}  # child pid -> its client's connection
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.lexists(path):  # a dead server's (the client's lock makes this one the only one)
             os.unlink(path)
@@ -161,7 +161,8 @@ class Server:
                 os.close(self.wake_r)
                 os.close(self.wake_w)
                 for other in (conn, *self.children.values()):
-                    other.close()
+                    if other is not None:
+                        other.close()
                 code = _run_child(request, fds)
             except BaseException:
                 traceback.print_exc()
@@ -174,22 +175,30 @@ class Server:
                     os._exit(code)
         for fd in fds:
             os.close(fd)
+        try:
+            conn.sendall(f"P{pid}\n".encode())
+        except OSError:  # the client died meanwhile (Spark destroyed it): nobody stands for the child
+            os.kill(pid, signal.SIGKILL)
+            self.children[pid] = None
+            raise
         self.children[pid] = conn
-        conn.sendall(f"P{pid}\n".encode())
         self.sel.register(conn, selectors.EVENT_READ, pid)
 
     def _reap(self) -> None:
+        """Send each child's exit status to its client, as the process Spark started."""
         while self.children:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
-            code = os.waitstatus_to_exitcode(status)
             self.sel.unregister(conn)
             try:
-                conn.sendall(f"S{code}\n".encode())
+                conn.sendall(f"S{os.waitstatus_to_exitcode(status)}\n".encode())
             except OSError:
                 pass  # the client is gone: nobody waits for the status
             conn.close()

@@ -24,6 +24,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 #: environment variables Spark sets anew for each Python process it starts (its callback
 #: socket and secret): sent to the child, not part of the server's key
@@ -89,6 +90,16 @@ def _line(conn: socket.socket, buffered: bytearray) -> bytes:
     return line
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def main(argv: list[str]) -> None:
     forked, args = argv[0], argv[1:]  # args: ["-m", module, ...]
     parent, cwd = os.getppid(), os.getcwd()
@@ -104,7 +115,11 @@ def main(argv: list[str]) -> None:
         _spawn(base, parent, forked)
         os.execv(sys.executable, [sys.executable, *args])
     buffered = bytearray()
-    child = int(_line(conn, buffered)[1:])
+    try:
+        child = int(_line(conn, buffered)[1:])
+    except (OSError, EOFError, ValueError):  # refused before it forked (see its log): run here
+        conn.close()
+        os.execv(sys.executable, [sys.executable, *args])
 
     def forward(signum: int, _frame: object) -> None:
         try:
@@ -114,7 +129,12 @@ def main(argv: list[str]) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, forward)
-    status = int(_line(conn, buffered)[1:])
+    try:
+        status = int(_line(conn, buffered)[1:])
+    except (OSError, EOFError):  # the server died: wait for the child, whose status is lost
+        while _alive(child):
+            time.sleep(0.1)
+        sys.exit(f"hydrolite fork server: lost the status of process {child}")
     if status < 0:  # killed by a signal: die of the same one, as the child did
         signal.signal(-status, signal.SIG_DFL)
         os.kill(os.getpid(), -status)
