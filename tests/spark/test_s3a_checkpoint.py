@@ -46,9 +46,11 @@ def test_crashed_runs_resume_from_an_s3_bucket_alone(tmp_path: Path) -> None:
     # everything is in the bucket: Spark's logs and state, hydrolite's own files, channel entries
     assert "exec/tick0/spark/commits/2" in keys and any(k.startswith("exec/tick0/spark/state/") for k in keys)
     assert "exec/plan.json" in keys and "exec/tick0/hydrolite.json" in keys
-    channel = results[1]["channel"]
+    # every entry: one per batch of the producer that read elements (four sends: four batches)
+    channel, entries = results[1]["channel"], results[1]["entries"]
+    assert len(entries) == 4, results[1]
     assert sorted(k for k in keys if k.startswith(f"ch/channels/{channel}/")) == [
-        f"ch/channels/{channel}/{i:012d}.arrow" for i in range(4)
+        f"ch/channels/{channel}/{i:012d}.arrow" for i in entries
     ]
     assert not any(k.endswith("LOCK") for k in keys), [k for k in keys if "LOCK" in k]  # every lease released
     assert not any(n.startswith("s3a") for n in os.listdir(tmp_path))  # nothing written under the scheme's name
