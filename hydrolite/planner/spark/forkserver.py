@@ -128,6 +128,9 @@ def _run_child(request: dict[str, object], fds: list[int]) -> int:
 
 
 class Server:
+    """Listens on `path` for clients, forks a child per request and reports each child's
+    exit status to its client, until the JVM `jvm` is gone."""
+
     def __init__(self, path: str, jvm: int, forked: tuple[str, ...]) -> None:
         self.path, self.jvm, self.forked = path, jvm, forked
         self.sel = selectors.DefaultSelector()
@@ -213,6 +216,7 @@ class Server:
         return True
 
     def serve(self) -> None:
+        """Serve until the JVM exits; then send the children still running SIGTERM."""
         while self._jvm_alive():
             for key, _ in self.sel.select(timeout=1.0):
                 if key.fileobj is self.listener:

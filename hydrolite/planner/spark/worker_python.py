@@ -18,6 +18,11 @@ the jar alone lists ~6,000 entries. A Java Flight Recorder + py-spy profile of t
 matrix on Spark found ~10 s of Python CPU in those re-reads over 34 small programs (of ~77 s
 spent in Spark's Python processes). Any other entry (the user's own) stays, in its order.
 
+The processes Spark starts afresh at every query start (`forkserver.FORKED`: a Python
+source's runner, the `transformWithState` driver worker) go further: the launcher hands them
+to a fork server of the JVM that imported pyspark and pyarrow once (`forkserver.py`), unless
+`HYDROLITE_NO_FORKSERVER=1`.
+
 Without an explicit choice Spark runs `python3` from `PATH`, which need not be the
 interpreter (or virtual environment) the program runs in; the launcher also fixes that, as
 PySpark's documentation advises (`PYSPARK_PYTHON=sys.executable`).
