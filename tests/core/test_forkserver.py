@@ -152,7 +152,7 @@ def test_without_a_server_the_client_runs_the_module_itself(place: Path) -> None
 
     env = env_for("s")
     key = server_key(sys.executable, str(place / "work"), os.getpid(), env)
-    (place / f"fs-{key}.lock").write_text("")
+    (place / f"fs-{os.getpid()}-{key}.lock").write_text("")
     for _ in range(2):
         done = started(place, "s", stdin="x\n")
         assert done.returncode == 3 and json.loads(done.stdout)["ppid"] == os.getpid()
@@ -191,15 +191,15 @@ def test_a_request_the_server_refuses_runs_in_the_client(place: Path) -> None:
     from hydrolite.planner.spark.forkserver_client import server_key
 
     env = env_for("s")
-    key = server_key(sys.executable, str(place / "work"), os.getpid(), env)
-    (place / f"fs-{key}.lock").write_text("")
+    base = place / f"fs-{os.getpid()}-{server_key(sys.executable, str(place / 'work'), os.getpid(), env)}"
+    Path(f"{base}.lock").write_text("")
     kept = {k: v for k, v in env.items() if not k.startswith("PYTHON_WORKER_FACTORY_")}
-    with open(place / f"fs-{key}.log", "w") as log:
+    with open(f"{base}.log", "w") as log:
         argv = [
             sys.executable,
             "-m",
             "hydrolite.planner.spark.forkserver",
-            str(place / f"fs-{key}.sock"),
+            f"{base}.sock",
             str(os.getpid()),
             "json",
         ]
@@ -208,8 +208,23 @@ def test_a_request_the_server_refuses_runs_in_the_client(place: Path) -> None:
         assert wait_for_server(place) == server.pid
         done = started(place, "s", stdin="x\n")
         assert done.returncode == 3 and json.loads(done.stdout)["ppid"] == os.getpid(), done.stderr
-        assert "refused a request" in (place / f"fs-{key}.log").read_text()
+        assert "refused a request" in Path(f"{base}.log").read_text()
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert not (place / f"fs-{key}.sock").exists()  # (SIGTERM: it removes its socket)
+    assert not Path(f"{base}.sock").exists()  # (SIGTERM: it removes its socket)
+
+
+def test_a_jvm_starts_at_most_a_few_servers(place: Path) -> None:
+    """Should an environment variable change at every start, each start would have its own
+    server; past `MAX_SERVERS` for one JVM the client runs the module itself instead."""
+    from hydrolite.planner.spark.forkserver_client import MAX_SERVERS
+
+    for i in range(MAX_SERVERS):
+        (place / f"fs-{os.getpid()}-other{i}.lock").write_text("")
+    done = started(place, "s", stdin="x\n")
+    assert done.returncode == 3 and json.loads(done.stdout)["ppid"] == os.getpid()
+    assert len(list(place.glob("fs-*.lock"))) == MAX_SERVERS  # no new server
+    (place / f"fs-{os.getpid()}-other0.lock").unlink()  # one fewer: the next start starts one
+    started(place, "s", stdin="x\n")
+    wait_for_server(place)

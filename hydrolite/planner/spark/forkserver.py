@@ -19,7 +19,8 @@ started: the client forwards Spark's signals to it and exits with its status.
 One server per JVM and environment (`forkserver_client.server_key`: the interpreter, the
 directory, the JVM's process id and every environment variable but Spark's per-process
 socket and secret), so a child never runs under an interpreter started with other settings
-(hash seed, `PYTHONPATH`, ...). Its socket and log live in the user's private launcher
+(hash seed, `PYTHONPATH`, ...); at most `forkserver_client.MAX_SERVERS` per JVM. Its
+socket and log live in the user's private launcher
 directory (mode 0700); it serves only its own user (`SO_PEERCRED`). It exits when its JVM
 does, and kills a child whose client went away (Spark destroyed it by force). A server that
 cannot start, or is gone, costs nothing but the time it saves: the client then runs the

@@ -29,6 +29,10 @@ import time
 #: environment variables Spark sets anew for each Python process it starts (its callback
 #: socket and secret): sent to the child, not part of the server's key
 PER_PROCESS = "PYTHON_WORKER_FACTORY_"
+#: servers one JVM may have started (one per environment its processes had): should some
+#: setting change at every start, that is a server per start, each living as long as the
+#: JVM (~73 MB); past this many the client runs the module itself
+MAX_SERVERS = 4
 
 
 def server_key(executable: str, cwd: str, parent: int, env: dict[str, str]) -> str:
@@ -49,6 +53,9 @@ def server_key(executable: str, cwd: str, parent: int, env: dict[str, str]) -> s
 def _spawn(base: str, parent: int, forked: str) -> None:
     """Start the fork server for `base` (once per key: the lock file is created exclusively;
     its log is `base.log`), detached from this process."""
+    directory, prefix = os.path.dirname(base), f"fs-{parent}-"
+    if sum(n.startswith(prefix) and n.endswith(".lock") for n in os.listdir(directory)) >= MAX_SERVERS:
+        return
     try:
         fd = os.open(f"{base}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except OSError:
@@ -103,9 +110,8 @@ def _alive(pid: int) -> bool:
 def main(argv: list[str]) -> None:
     forked, args = argv[0], argv[1:]  # args: ["-m", module, ...]
     parent, cwd = os.getppid(), os.getcwd()
-    base = os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "fs-" + server_key(sys.executable, cwd, parent, dict(os.environ))
-    )
+    key = server_key(sys.executable, cwd, parent, dict(os.environ))
+    base = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"fs-{parent}-{key}")
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(f"{base}.sock")
