@@ -47,6 +47,8 @@ import sys
 import traceback
 import warnings
 
+from .forkserver_client import alive
+
 #: the modules Spark starts as fresh processes at query start, which the server imports once
 #: and runs (hydrolite's sources and stateful processor come pickled by value: nothing more
 #: to import ahead)
@@ -207,18 +209,9 @@ class Server:
                 pass  # the client is gone: nobody waits for the status
             conn.close()
 
-    def _jvm_alive(self) -> bool:
-        try:
-            os.kill(self.jvm, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
     def serve(self) -> None:
         """Serve until the JVM exits; then send the children still running SIGTERM."""
-        while self._jvm_alive():
+        while alive(self.jvm):
             for key, _ in self.sel.select(timeout=1.0):
                 if key.fileobj is self.listener:
                     conn, _addr = self.listener.accept()

@@ -97,7 +97,9 @@ def _line(conn: socket.socket, buffered: bytearray) -> bytes:
     return line
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (this file runs alone, isolated: it cannot import
+    `lock._alive`, which is the same; the server uses this one)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -138,7 +140,7 @@ def main(argv: list[str]) -> None:
     try:
         status = int(_line(conn, buffered)[1:])
     except (OSError, EOFError):  # the server died: wait for the child, whose status is lost
-        while _alive(child):
+        while alive(child):
             time.sleep(0.1)
         sys.exit(f"hydrolite fork server: lost the status of process {child}")
     if status < 0:  # killed by a signal: die of the same one, as the child did

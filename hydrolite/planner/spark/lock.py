@@ -45,6 +45,7 @@ from urllib.parse import unquote, urlsplit
 
 from ...errors import HydroliteError
 from . import ckfs
+from .forkserver_client import alive as _alive  # (stdlib only: the fork server's client runs it alone)
 from .lease import Lease, describe, parse
 
 LOCK_FILE = "LOCK"
@@ -81,16 +82,6 @@ def checkpoint_dir(spec: str) -> str:
             )
         return spec.rstrip("/")
     return os.path.abspath(spec)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class CheckpointLock:

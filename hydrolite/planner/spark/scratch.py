@@ -22,21 +22,13 @@ import shutil
 import socket
 import tempfile
 
+from .forkserver_client import alive as _alive  # (stdlib only: the fork server's client runs it alone)
+
 __all__ = ["scratch_dir", "sweep"]
 
 
 def _host() -> str:
     return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def sweep(kind: str, root: str | None = None) -> list[str]:
