@@ -127,22 +127,32 @@ class _ParentProbe:
 
 
 def test_query_start_processes_are_forked_by_the_jvms_fork_server(spark: SparkSession, tmp_path: Path) -> None:
-    """After the first, each query start's source process is a child of the fork server of
-    this session's JVM (hydrolite/planner/spark/forkserver.py), not a fresh interpreter;
-    its query runs as before."""
+    """Once the session's JVM has a fork server (hydrolite/planner/spark/forkserver.py: its
+    first such process starts it), a query start's source process is a child of that server,
+    not a fresh interpreter; its query runs as before."""
+    import time
+
     from pyspark.cloudpickle import register_pickle_by_value
+
+    from hydrolite.planner.spark.worker_python import _private_dir
 
     register_pickle_by_value(sys.modules[__name__])
     spark.dataSource.register(_ParentProbe.source())
     jvm = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     out = tmp_path / "parents.jsonl"
-    for run in range(3):
+
+    def run(name: str) -> dict[str, Any]:
         df = spark.readStream.format("hl_parent_probe").option("out", str(out)).load()
-        q = df.writeStream.format("memory").queryName(f"hl_parent_probe_{run}").start()
+        q = df.writeStream.format("memory").queryName(name).start()
         q.processAllAvailable()
         q.stop()
-        assert spark.table(f"hl_parent_probe_{run}").collect() == [(1,)]
-    seen = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(seen) == 3
-    last = seen[-1]
-    assert "hydrolite.planner.spark.forkserver" in last["cmd"] and str(jvm) in last["cmd"], seen
+        assert spark.table(name).collect() == [(1,)]
+        return dict(json.loads(out.read_text().splitlines()[-1]))
+
+    run("hl_parent_probe_first")
+    deadline = time.monotonic() + 60
+    while not list(Path(_private_dir()).glob(f"fs-{jvm}-*.sock")):
+        assert time.monotonic() < deadline, "no fork server started for this session's JVM"
+        time.sleep(0.1)
+    seen = run("hl_parent_probe_second")
+    assert "hydrolite.planner.spark.forkserver" in seen["cmd"] and str(jvm) in seen["cmd"], seen
