@@ -35,6 +35,7 @@ the launcher alone (checked by `worker_python` when it writes the launcher).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -47,7 +48,7 @@ import sys
 import traceback
 import warnings
 
-from .forkserver_client import alive
+from .forkserver_client import alive, signal_if_running
 
 #: the modules Spark starts as fresh processes at query start, which the server imports once
 #: and runs (hydrolite's sources and stateful processor come pickled by value: nothing more
@@ -87,20 +88,19 @@ def _read_request(conn: socket.socket, forked: tuple[str, ...]) -> tuple[dict[st
     return request, fds
 
 
-def _read_body(conn: socket.socket) -> dict[str, object]:
-    head = b""
-    while len(head) < 4:
-        chunk = conn.recv(4 - len(head))
-        if not chunk:
-            raise EOFError("the client closed before its request")
-        head += chunk
-    (size,), body = struct.unpack("!I", head), bytearray()
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
+def _recv_exact(conn: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
         if not chunk:
             raise EOFError("the client closed inside its request")
-        body += chunk
-    request = json.loads(body)
+        data += chunk
+    return bytes(data)
+
+
+def _read_body(conn: socket.socket) -> dict[str, object]:
+    (size,) = struct.unpack("!I", _recv_exact(conn, 4))
+    request = json.loads(_recv_exact(conn, size))
     if not isinstance(request, dict):
         raise ValueError("a malformed request")
     return request
@@ -203,10 +203,8 @@ class Server:
             if conn is None:
                 continue
             self.sel.unregister(conn)
-            try:
+            with contextlib.suppress(OSError):  # the client is gone: nobody waits for the status
                 conn.sendall(f"S{os.waitstatus_to_exitcode(status)}\n".encode())
-            except OSError:
-                pass  # the client is gone: nobody waits for the status
             conn.close()
 
     def serve(self) -> None:
@@ -224,27 +222,19 @@ class Server:
                     os.read(self.wake_r, 512)
                 elif not key.fileobj.recv(1):  # type: ignore[union-attr]
                     # the client went away (Spark destroyed it by force): so goes its child
-                    try:
-                        os.kill(key.data, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                    signal_if_running(key.data, signal.SIGKILL)
             self._reap()
         for pid in list(self.children):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            signal_if_running(pid, signal.SIGTERM)
 
     def close(self) -> None:
         """Remove the socket, the client's lock (`forkserver_client._spawn`) and the log
         when nothing was written to it."""
         base = self.path.removesuffix(".sock")
         for path in (self.path, f"{base}.lock", f"{base}.log"):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 if not path.endswith(".log") or os.path.getsize(path) == 0:
                     os.unlink(path)
-            except FileNotFoundError:
-                pass
 
 
 def main(argv: list[str]) -> None:

@@ -35,6 +35,19 @@ PER_PROCESS = "PYTHON_WORKER_FACTORY_"
 MAX_SERVERS = 4
 
 
+def shared_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` without Spark's per-process entries: what the server is started with and keyed by."""
+    return {k: v for k, v in env.items() if not k.startswith(PER_PROCESS)}
+
+
+def signal_if_running(pid: int, signum: int) -> None:
+    """Send `signum` to `pid` unless it is gone already."""
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return
+
+
 def server_key(executable: str, cwd: str, parent: int, env: dict[str, str]) -> str:
     """The key of the fork server that may serve a process started with these: the same
     interpreter, directory, JVM (`parent`) and environment but Spark's per-process entries.
@@ -45,7 +58,7 @@ def server_key(executable: str, cwd: str, parent: int, env: dict[str, str]) -> s
     >>> key == server_key("/usr/bin/python3", "/work", 42, {"PYTHONHASHSEED": "1"})  # another interpreter's settings
     False
     """
-    kept = sorted((k, v) for k, v in env.items() if not k.startswith(PER_PROCESS))
+    kept = sorted(shared_env(env).items())
     text = json.dumps([executable, cwd, parent, kept])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -61,7 +74,7 @@ def _spawn(base: str, parent: int, forked: str) -> None:
     except OSError:
         return  # started (or starting) already; or it failed once: then every start runs itself
     os.close(fd)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(PER_PROCESS)}
+    env = shared_env(dict(os.environ))
     log = os.open(f"{base}.log", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDWR)
     argv = [sys.executable, "-m", "hydrolite.planner.spark.forkserver", f"{base}.sock", str(parent), forked]
@@ -129,14 +142,8 @@ def main(argv: list[str]) -> None:
         conn.close()
         os.execv(sys.executable, [sys.executable, *args])
 
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            os.kill(child, signum)
-        except ProcessLookupError:
-            pass
-
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, forward)
+        signal.signal(sig, lambda signum, _frame: signal_if_running(child, signum))
     try:
         status = int(_line(conn, buffered)[1:])
     except (OSError, EOFError):  # the server died: wait for the child, whose status is lost
