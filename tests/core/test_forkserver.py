@@ -145,6 +145,47 @@ def test_a_stopped_client_takes_its_child_along(place: Path, how: str) -> None:
         time.sleep(0.05)
 
 
+RAW_CLIENT = """
+import os, socket, sys, time
+sys.path.insert(0, sys.argv[2])
+from client import _request
+r, w = os.pipe()
+os.dup2(w, 1)  # the child's stdout: its first line says who it is
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(sys.argv[1])
+_request(conn, ["-m", sys.argv[3]])
+os.write(2, os.fdopen(r).readline().encode())
+while b"\\n" not in conn.recv(64, socket.MSG_PEEK):  # the server's reply, left unread
+    time.sleep(0.01)
+os._exit(0)  # (a close with unread data: the server's end is reset)
+"""
+
+
+def test_a_client_gone_with_the_reply_unread_takes_its_child_along(place: Path) -> None:
+    """A client that dies before it read the server's reply resets the connection (Spark
+    stopped it as the child started): the server kills that child and serves on."""
+    started(place, "s1")
+    server = wait_for_server(place)
+    raw = subprocess.run(
+        [sys.executable, "-c", RAW_CLIENT, str(next(place.glob("fs-*.sock"))), str(place), MODULE],
+        cwd=place / "work",
+        env=env_for("s2"),
+        input="sleep\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert raw.returncode == 0, raw.stderr
+    child = json.loads(raw.stderr)
+    assert child["ppid"] == server
+    deadline = time.monotonic() + 10
+    while _alive(child["pid"]):
+        assert time.monotonic() < deadline, "the forked child outlived its client"
+        time.sleep(0.05)
+    again = started(place, "s3", stdin="x\n")
+    assert again.returncode == 3 and json.loads(again.stdout)["ppid"] == server, again.stderr
+
+
 def test_without_a_server_the_client_runs_the_module_itself(place: Path) -> None:
     """A server that cannot start (here: its lock taken, as after a failed start) costs only
     its time: every start runs the module in the client's own process."""

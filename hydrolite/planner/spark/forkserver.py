@@ -130,6 +130,16 @@ def _run_child(request: dict[str, object], fds: list[int]) -> int:
     return 0
 
 
+def _gone(conn: socket.socket) -> bool:
+    """Whether a client closed its connection: at its end (EOF), or reset, as a client killed
+    with the server's reply still unread leaves it (a reset must not stop the server: its
+    other children would be left without anyone to reap or stop them)."""
+    try:
+        return not conn.recv(1)
+    except OSError:
+        return True
+
+
 class Server:
     """Listens on `path` for clients, forks a child per request and reports each child's
     exit status to its client, until the JVM `jvm` is gone."""
@@ -220,8 +230,11 @@ class Server:
                         conn.close()
                 elif key.fileobj == self.wake_r:
                     os.read(self.wake_r, 512)
-                elif not key.fileobj.recv(1):  # type: ignore[union-attr]
-                    # the client went away (Spark destroyed it by force): so goes its child
+                elif isinstance(key.fileobj, socket.socket) and _gone(key.fileobj):
+                    # the client went away (Spark destroyed it): so goes its child
+                    self.sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    self.children[key.data] = None  # (reaped, with nobody to tell)
                     signal_if_running(key.data, signal.SIGKILL)
             self._reap()
         for pid in list(self.children):

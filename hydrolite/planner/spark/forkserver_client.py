@@ -33,6 +33,8 @@ PER_PROCESS = "PYTHON_WORKER_FACTORY_"
 #: setting change at every start, that is a server per start, each living as long as the
 #: JVM (~73 MB); past this many the client runs the module itself
 MAX_SERVERS = 4
+#: the signals Spark may stop a process with, forwarded to the child
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def shared_env(env: dict[str, str]) -> dict[str, str]:
@@ -122,11 +124,38 @@ def alive(pid: int) -> bool:
     return True
 
 
+def _die_of(signum: int) -> None:
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _run_here(args: list[str], pending: list[int]) -> None:
+    """Run the module in this process (`execv`), unless a signal came first: then die of it,
+    as the process Spark started would have."""
+    for signum in pending:
+        _die_of(signum)
+    for sig in FORWARDED:
+        signal.signal(sig, signal.SIG_DFL)
+    os.execv(sys.executable, [sys.executable, *args])
+
+
 def main(argv: list[str]) -> None:
     forked, args = argv[0], argv[1:]  # args: ["-m", module, ...]
     parent, cwd = os.getppid(), os.getcwd()
     key = server_key(sys.executable, cwd, parent, dict(os.environ))
     base = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"fs-{parent}-{key}")
+    # Spark's signals from the start: before the child's pid is known they wait (forwarded
+    # once it is, or the client dies of them when it runs the module itself)
+    child, pending = 0, list[int]()
+
+    def forward(signum: int, _frame: object) -> None:
+        if child:
+            signal_if_running(child, signum)
+        else:
+            pending.append(signum)
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(f"{base}.sock")
@@ -134,16 +163,15 @@ def main(argv: list[str]) -> None:
     except OSError:  # no server (yet): start one for the next process, run this one here
         conn.close()
         _spawn(base, parent, forked)
-        os.execv(sys.executable, [sys.executable, *args])
+        _run_here(args, pending)
     buffered = bytearray()
     try:
         child = int(_line(conn, buffered)[1:])
     except (OSError, EOFError, ValueError):  # refused before it forked (see its log): run here
         conn.close()
-        os.execv(sys.executable, [sys.executable, *args])
-
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, lambda signum, _frame: signal_if_running(child, signum))
+        _run_here(args, pending)
+    for signum in pending:
+        signal_if_running(child, signum)
     try:
         status = int(_line(conn, buffered)[1:])
     except (OSError, EOFError):  # the server died: wait for the child, whose status is lost
@@ -151,8 +179,7 @@ def main(argv: list[str]) -> None:
             time.sleep(0.1)
         sys.exit(f"hydrolite fork server: lost the status of process {child}")
     if status < 0:  # killed by a signal: die of the same one, as the child did
-        signal.signal(-status, signal.SIG_DFL)
-        os.kill(os.getpid(), -status)
+        _die_of(-status)
     sys.exit(status)
 
 
