@@ -20,7 +20,9 @@ import pytest
 
 import hydrolite.planner.spark.forkserver_client as client_module
 
-MODULE = "hl_fs_probe"
+#: a package's module, as Spark's are (runpy warns when such a module was imported before it
+#: runs as `__main__`, which the server's preloading does: the child must not print that)
+MODULE = "hl_fs_pkg.probe"
 PROBE = """
 import json, os, sys, time
 if __name__ == "__main__":  # (the server imports it first, as it does Spark's modules)
@@ -46,7 +48,9 @@ def place() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="hlfs-", dir="/tmp"))
     shutil.copy(client_module.__file__, d / "client.py")
     (d / "work").mkdir()
-    (d / "work" / f"{MODULE}.py").write_text(PROBE)
+    (d / "work" / "hl_fs_pkg").mkdir()
+    (d / "work" / "hl_fs_pkg" / "__init__.py").write_text("")
+    (d / "work" / "hl_fs_pkg" / "probe.py").write_text(PROBE)
     yield d
     for sock in d.glob("fs-*.sock"):  # a server whose "JVM" is this test process
         _stop_server(sock)

@@ -120,6 +120,11 @@ def _run_child(request: dict[str, object], fds: list[int]) -> int:
     os.environ.update({str(k): str(v) for k, v in env.items()})
     sys.path[0] = cwd  # what `python -m` puts first (the server started in the same directory)
     sys.argv = [str(a) for a in argv[1:]]
+    # runpy warns that the module is imported already (the server preloaded it, which is the
+    # point): its code still runs afresh as `__main__`, as `python -m` runs it
+    warnings.filterwarnings(
+        "ignore", message=r".*found in sys\.modules after import of package", category=RuntimeWarning
+    )
     try:
         runpy.run_module(str(argv[1]), run_name="__main__", alter_sys=True)
     except SystemExit as stop:
