@@ -113,3 +113,24 @@ def test_generated_programs_keep_whole_reads_and_merges_on_the_executors(tmp_pat
                     assert "read whole by" in why.why and "Parquet" in why.why, why.why
                 seen["merged"] += len(s.chains) > 1
     assert seen["whole"] >= 10 and seen["merged"] >= 2, seen
+
+
+def test_generated_stores_keep_what_streams_saw_per_key_on_the_executors(tmp_path: Path) -> None:
+    """The keyed stores the differential test draws keep drawing `unique()` (of elements and
+    of a keyed stream's pairs), the stateful `keys()` and a keyed `enumerate()` of elements
+    that went through Python functions (`region.ExecutorSeen`), each with its reason."""
+    from hydrolite.planner.spark.placement import SEEN_WHY
+
+    seen: dict[tuple[str, bool], int] = {}
+    for seed in range(40):
+        source = generate(RandomDraw(random.Random(seed)), max_ops=4, store=True).source()
+        for st in _placed_from_file(source, tmp_path, f"seen{seed}"):
+            if st.placement is None or st.placement.region is None:
+                continue
+            for s in st.placement.region.seen:
+                why = st.placement.of(s.node)
+                assert why is not None and why.executors and why.why.startswith(SEEN_WHY[type(s.node)]), why
+                kind = (s.node.op, s.node.children[0].meta.kind.keyed)
+                seen[kind] = seen.get(kind, 0) + 1
+    want = [("unique", False), ("unique", True), ("keys", True), ("enumerate", True)]
+    assert all(seen.get(k, 0) >= 2 for k in want), seen

@@ -7,7 +7,8 @@ the order of their first occurrence, and each key's indexes continuing across ba
 be what Python computes, what the simulator gives for the same batches (`verify_runner`)
 and, on a first batch, what the driver store gives; a crash inside a batch and a restart must neither repeat nor lose an element
 nor an index; and what cannot be counted exactly (elements that went through a function,
-floats) stays on the driver with the reason.
+floats) is not native, with the reason (the executor region keeps it:
+`test_executor_seen.py`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 import hydrolite as hl
+from hydrolite.ir import nodes as n
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.native_state import WHY
-from hydrolite.planner.spark.placement import place
+from hydrolite.planner.spark.placement import SEEN_WHY, place
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.types import from_python
@@ -148,7 +150,9 @@ def test_a_crash_and_a_restart_neither_repeat_nor_lose_an_element(spark: SparkSe
     assert report.identical and report.outputs > 0, str(report)
 
 
-def test_elements_not_counted_exactly_stay_on_the_driver_with_the_reason() -> None:
+def test_elements_not_counted_exactly_are_kept_per_key_by_python_with_the_reason() -> None:
+    """Not Spark's aggregation: the executor region's processor keeps them per element
+    (`test_executor_seen.py`), and the reason says why the native path could not."""
     flow = hl.FlowBuilder("driver_seen")
     p = flow.process(P)
     p.source("xs", int).map(lambda x: x % 3).unique().sink("mapped")
@@ -160,7 +164,7 @@ def test_elements_not_counted_exactly_stay_on_the_driver_with_the_reason() -> No
         whys.update({x.node.site.label: (x.native, x.why) for x in placed.placements})
     assert len(whys) == 2, whys
     for native, why in whys.values():
-        assert not native, why
+        assert not native and why.startswith(SEEN_WHY[n.Unique]), why
     text = " | ".join(why for _, why in whys.values())
     assert "passes through map()" in text and "elements (float) are not ints" in text, text
 

@@ -1,8 +1,9 @@
 """Step 2 of the executor region (`keyed_state.py`): what runs per key inside Spark's
 `transformWithState` operator — a keyed aggregate folding its key's new elements, a join of
-unbounded streams pairing them with the other side's elements so far, and the commutative
-folds kept with that join (`placement.ExecutorState.joined`) — and the element-wise steps both
-step 1 (the chains) and those folds run.
+unbounded streams pairing them with the other side's elements so far, the commutative
+folds kept with that join (`region.ExecutorState.joined`), and `unique()` / `keys()` / keyed
+`enumerate()` remembering what they saw (`region.ExecutorSeen`) — and the element-wise steps
+both step 1 (the chains) and those folds run.
 
 One `ValueState` per grouping key (state key, element key): a grouping key belongs to exactly
 one state, so states can come and go between runs without changing Spark's operator.
@@ -51,7 +52,7 @@ NO_ORDER = (0, "", 0, 0, 0)  # the order columns of rows that have none (a join'
 class Op:
     """One element-wise step, as `hydrolite.kernels` runs it (the simulator's definitions)."""
 
-    kind: str  # map | filter | filter_map | flat_map | into_keyed | entries | values
+    kind: str  # map | filter | filter_map | flat_map | into_keyed | entries | values | by_element
     keyed: bool  # applies to the values of (key, value) pairs
     f: Any
     site: FnSite
@@ -70,6 +71,8 @@ def run_op(op: Op, items: list[Item]) -> list[Item]:
             return [(o, None, (k, v)) for o, k, v in items]
         if op.kind == "values":
             return [(o, None, v) for o, _, v in items]
+        if op.kind == "by_element":  # unique(): an element is its own key (keyed: its (key, value) pair)
+            return [(o, (k, v), (k, v)) if op.keyed else (o, v, v) for o, k, v in items]
         if op.kind == "map":
             return [(o, k, r) for (o, k, _), r in zip(items, kernels.map_values(op.f, values))]
         if op.kind == "filter":
@@ -132,8 +135,20 @@ class JoinFn:
     asks: dict[int, str] = field(default_factory=dict)  # lookup tag -> the state key of the fold it reads
 
 
+@dataclass(frozen=True)
+class SeenFn:
+    """A stream operator remembering what it saw per key (`region.ExecutorSeen`): `unique`
+    (grouped by element: whether it was seen), `keys` (by key: whether it was seen) or
+    `enumerate` (by key: how many elements it had). Its new elements are rows tagged `out`,
+    in their arrival order."""
+
+    kind: str  # unique | keys | enumerate
+    out: int
+    keyed: bool  # unique() of a keyed stream: the element is its (key, value) pair
+
+
 #: what a chain's rows are to the state they reach
-FOLD, ASK, ASK_PRESENT, LEFT, RIGHT = "fold", "ask", "ask_present", "left", "right"
+FOLD, ASK, ASK_PRESENT, LEFT, RIGHT, SEEN = "fold", "ask", "ask_present", "left", "right", "seen"
 Row = tuple[int, tuple[Any, ...], bytes]  # (tag, order, pickled (key, value))
 
 
@@ -146,7 +161,7 @@ class Processor(StatefulProcessor):
     `Row`s, without a pandas DataFrame each way per key (measured ~2x faster per key than
     `transformWithStateInPandas`, README "Keyed state on the executors")."""
 
-    def __init__(self, aggs: dict[str, AggFn | JoinFn], tags: dict[int, str]) -> None:
+    def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str]) -> None:
         self.aggs = aggs  # state key -> what its state does
         self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT
         self.value: Any = None
@@ -166,6 +181,8 @@ class Processor(StatefulProcessor):
         out: list[Any] = []
         if isinstance(fn, JoinFn):
             self._join(fn, k, by_role, out)
+        elif isinstance(fn, SeenFn):
+            self._seen(fn, k, by_role.get(SEEN, []), out)
         else:
             self._fold(fn, k, by_role, out)
         return iter(out)
@@ -223,6 +240,30 @@ class Processor(StatefulProcessor):
             for pair in pairs:  # (a join's output has no order)
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
         _answer_lookups(by_role, k, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+
+    def _seen(self, fn: SeenFn, k: Any, rows: list[Row], out: list[Any]) -> None:
+        """The key's new elements: for `enumerate`, each with its index (continuing from the
+        key's count); otherwise its first element, unless an earlier batch saw the key."""
+        if not rows:
+            return
+        stored = self._stored()
+        if fn.kind == "enumerate":
+            start = 0 if stored is None else stored
+            for i, (_, o, x) in enumerate(rows):
+                out.append(answer(fn.out, o, k, (start + i, pickle.loads(x)[1])))
+            self.value.update((pickle.dumps(start + len(rows), protocol=5),))
+            return
+        if stored is not None:  # seen in an earlier batch
+            return
+        self.value.update((pickle.dumps(True, protocol=5),))
+        _, o, x = rows[0]
+        key, value = pickle.loads(x)
+        if fn.kind == "keys":
+            out.append(answer(fn.out, o, None, key))
+        elif fn.keyed:  # (the element is its (key, value) pair: `by_element`)
+            out.append(answer(fn.out, o, value[0], value[1]))
+        else:
+            out.append(answer(fn.out, o, None, value))
 
     def close(self) -> None:
         """Nothing to release: the state is Spark's, the rows were answered."""

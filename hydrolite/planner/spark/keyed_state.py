@@ -57,18 +57,20 @@ from .keyed_processor import (
     ORDER_FIELDS,
     ORDER_TYPES,
     RIGHT,
+    SEEN,
     AggFn,
     Item,
     JoinedFold,
     JoinFn,
     Op,
     Processor,
+    SeenFn,
     run_op,
 )
 from .lambdas import NotTranslatable, TExpr, translate
-from .placement import Chain, Region
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
-from .types import OPAQUE, HType, ListT, OptT, TupleT, fold_type, infer_result, of_value, strip_optional
+from .region import Chain, ExecutorSeen, Region
+from .types import OPAQUE, HType, ListT, OptT, Prim, TupleT, fold_type, infer_result, of_value, strip_optional
 from .values import KTable, SFrame
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -279,9 +281,11 @@ class ExecutorRegion:
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
         self.tags: dict[int, str] = {}
-        self.aggs: dict[str, AggFn | JoinFn] = {}
+        self.aggs: dict[str, AggFn | JoinFn | SeenFn] = {}
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
         self.answers: dict[int, tuple[int, HType | None, HType]] = {}
+        #: the unkeyed ones whose rows keep their arrival order (not a join's pairs)
+        self.ordered: set[int] = set()
         # slot -> the state's stable key (a version read as deltas: its channel's, as its input's)
         key_of = {s.slot: keys[id(s.node)] if s.table is None else f"table:{s.table}" for s in region.states}
         #: a state another query reads, or the query reads whole -> (the tag of its updated
@@ -334,15 +338,40 @@ class ExecutorRegion:
         for j in region.joins:
             key = join_key[id(j.node)]
             self.aggs[key] = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
+        for s in region.seen:
+            self._seen(s, keys[id(s.node)])
 
-    def _fed(self, chains: tuple[Chain, ...], state: str) -> tuple[HType, HType | None]:
-        """The (value, key) types of the elements that `chains` fold into `state`: one
-        encoding for all of them (the sides of a `merge_unordered()` may type them apart)."""
+    def _seen(self, s: ExecutorSeen, key: str) -> None:
+        """`unique()` / `keys()` / keyed `enumerate()` per key: its chains' elements grouped by
+        what it remembers (for `unique()`, the element itself), its new elements answered in
+        arrival order, typed as the driver path types them (`ops.unique`, `ops.keys`,
+        `ops_state.enumerate_unbounded`)."""
+        node, tag = s.node, s.chains[0].tag
+        keyed = node.children[0].meta.kind.keyed
+        kind = "unique" if isinstance(node, n.Unique) else "keys" if isinstance(node, n.Keys) else "enumerate"
+        by = Op("by_element", keyed, None, _site(node, self.stage)) if kind == "unique" else None
+        vt, kt = self._fed(s.chains, key, SEEN, by)
+        self.aggs[key] = SeenFn(kind, tag, keyed)
+        if kind == "keys":
+            self.answers[id(node)] = (tag, None, kt or OPAQUE)
+        elif kind == "enumerate":
+            self.answers[id(node)] = (tag, kt, TupleT((Prim(int), vt)))
+        else:
+            self.answers[id(node)] = (tag, kt if keyed else None, vt)
+        if self.answers[id(node)][1] is None:
+            self.ordered.add(id(node))
+
+    def _fed(
+        self, chains: tuple[Chain, ...], state: str, role: str = FOLD, last: Op | None = None
+    ) -> tuple[HType, HType | None]:
+        """The (value, key) types of the elements that `chains` fold into `state` (as `role`,
+        through `last` after their own steps): one encoding for all of them (the sides of a
+        `merge_unordered()` may type them apart)."""
         from .ops import common_type
 
-        vt, kt = self._chain(chains[0], state, FOLD)
+        vt, kt = self._chain(chains[0], state, role, last)
         for ch in chains[1:]:
-            v2, k2 = self._chain(ch, state, FOLD)
+            v2, k2 = self._chain(ch, state, role, last)
             vt, kt = common_type(vt, v2), (common_type(kt, k2) if kt is not None and k2 is not None else kt)
         return vt, kt
 
@@ -396,7 +425,7 @@ class ExecutorRegion:
             out[node_id] = KTable(tk, tv, SFrame(typed, tv, tk))
         for node_id, (tag, kt, vt) in self.answers.items():
             rows = mine.filter(F.col("_rg.tag") == tag)
-            if kt is None:  # a join's pairs: an unkeyed stream without order
+            if kt is None and node_id not in self.ordered:  # a join's pairs: an unkeyed stream without order
                 plain = rows.select(F.col("_rg.v").alias("v"))
                 schema = T.StructType([T.StructField("v", vt.spark())])
                 out[node_id] = SFrame(map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}), schema), vt)
@@ -406,9 +435,15 @@ class ExecutorRegion:
                 F.col("_rg.k").alias("k"),
                 F.col("_rg.v").alias("v"),
             )
-            fields = [*[T.StructField(c, t) for c, t in zip(ORDER, ORDER_TYPES)], T.StructField("k", kt.spark())]
+            fields = [T.StructField(c, t) for c, t in zip(ORDER, ORDER_TYPES)]
+            codes: dict[str, tuple[HType, HType]] = {"v": (OPAQUE, vt)}
+            if kt is None:  # (unique() / keys() of a stream: its elements, in their order)
+                keyed = keyed.drop("k")
+            else:
+                fields.append(T.StructField("k", kt.spark()))
+                codes["k"] = (OPAQUE, kt)
             schema = T.StructType([*fields, T.StructField("v", vt.spark())])
-            typed = map_in_arrow(keyed, reencode({"k": (OPAQUE, kt), "v": (OPAQUE, vt)}), schema)
+            typed = map_in_arrow(keyed, reencode(codes), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
 

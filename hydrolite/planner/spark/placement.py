@@ -7,7 +7,8 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 
 * whose input is a *chain*: one of the query's inputs (a source port or a channel) through
   element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
-  `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`, `assume_ordering`, `weaken_ordering`), so
+  `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`,
+  `assume_ordering`, `weaken_ordering`, `send`, `all_ticks`, `release_aligned`, `aligned_at`), so
   the key of every element is known before any state is read — or a `merge_unordered()` of
   chains (one chain per side, folded into the same state: the fold is commutative); and
 * whose readers are `lookup_keyed_singleton` operators of the same query (directly or
@@ -39,7 +40,11 @@ key's indexes continue from its count before the batch (`native_state.native_of`
 `keyed_state` `executors` and `auto` (local masters too: on the running count of
 `benchmarks/bench_state_paths.py` at 1M keys it was faster than the driver store, README.md
 "Native aggregation"), never under `driver`. Under `auto` a resumed state stays where its
-checkpoint keeps it (`kept_homes.py`).
+checkpoint keeps it (`kept_homes.py`). One Spark cannot count (its elements went through a
+Python function: a chain), with state on the executors, is kept by the executor region
+instead (`region.ExecutorSeen`): per element (per key for `keys()` / `enumerate()`), whether
+it was seen or how many it had, and the new elements return to the tick. A top-level
+`enumerate()` of an unkeyed stream is one count: it stays on the driver.
 
 Such state is partitioned by key across the executors: the runtime evaluates the chains in
 Python on the streaming DataFrame, groups the rows by (state, key) and folds each key's rows
@@ -80,100 +85,27 @@ from .placement_why import (
     not_partitioned,
     read_whole_why,
 )
+from .projection import IDENTITY
+from .region import Chain, ExecutorJoin, ExecutorLookup, ExecutorSeen, ExecutorState, Region
 from .stages import Plan, Stage, where
 
+#: where a stateful unique() / keys() / keyed enumerate() keeps what it saw, on the executors
+SEEN_WHY: dict[type[n.Node], str] = {
+    n.Unique: (
+        "partitioned by element (a keyed stream's: by (key, value) pair), fed per element: each element meets the "
+        "ones seen before under its own key, and the new ones return to the tick"
+    ),
+    n.Keys: "partitioned by key, fed per element: each key meets whether it was seen, and the new ones return to the tick",
+    n.Enumerate: (
+        "partitioned by key, fed per element: each key's indexes continue from its count, and the (index, element) "
+        "pairs return to the tick"
+    ),
+}
 #: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
 _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries, n.Values)
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
-#: delivered within the micro-batch on Spark, `ops.send`; `all_ticks()` of a tick's stream is
-#: that stream's elements of the micro-batch: `projection.IDENTITY`)
-_IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.Send, n.AllTicks)
-
-
-@dataclass(frozen=True)
-class Chain:
-    """One query input's elements through element-wise operators (in order, input first)."""
-
-    tag: int
-    input: n.Node
-    ops: tuple[n.Node, ...]
-
-    @property
-    def end(self) -> n.Node:
-        return self.ops[-1] if self.ops else self.input
-
-
-@dataclass(frozen=True)
-class ExecutorState:
-    """A keyed aggregate folded on the executors; `slot` names its state variable. With
-    `publish` (a tag for its rows), another query reads it: each batch's updated keys and
-    their new values arrive as rows, the state's value in the batch (`channel_versions.py`)."""
-
-    node: n.Node
-    #: what feeds it: one chain, or one per side of a `merge_unordered()` of chains
-    chains: tuple[Chain, ...]
-    slot: int
-    publish: int | None = None
-    #: a keyed singleton read from another query as deltas (the channel's name), not an
-    #: aggregate: the newest entry per key is its value, a tombstone removes the key
-    table: str | None = None
-    #: nodes of the same query that read it whole (`entries()`, `values()`, a lookup whose
-    #: requests are no chain ...): each batch's updated keys (rows tagged `publish`) are
-    #: applied to a copy of the table the executors keep as Parquet, and the tick reads that
-    whole: tuple[n.Node, ...] = ()
-    #: another query reads it (channel_versions.py)
-    published: bool = False
-    #: fed by a join of unbounded streams kept per key on the executors instead of by
-    #: `chains` (`_Finder.joined`): the join's node, and the steps from its output, each
-    #: keeping the join's key; the join's processor folds its new pairs (`keyed_processor`)
-    joined: Chain | None = None
-
-
-@dataclass(frozen=True)
-class ExecutorLookup:
-    """A `lookup_keyed_singleton` answered on the executors from state `slot`."""
-
-    node: n.KeyedLookup
-    chain: Chain
-    slot: int
-
-
-@dataclass(frozen=True)
-class ExecutorJoin:
-    """A join of two unbounded streams, both sides' history kept per key on the executors (a
-    cross product: all of it under one key, one task's state)."""
-
-    node: n.Join | n.CrossProduct
-    left: Chain
-    right: Chain
-
-
-@dataclass(frozen=True)
-class Region:
-    """The part of one query evaluated per key on the executors."""
-
-    states: tuple[ExecutorState, ...]
-    lookups: tuple[ExecutorLookup, ...]
-    joins: tuple[ExecutorJoin, ...] = ()
-
-    @property
-    def chains(self) -> list[Chain]:
-        sides = [c for j in self.joins for c in (j.left, j.right)]
-        return [c for x in self.states for c in x.chains] + [x.chain for x in self.lookups] + sides
-
-    def skipped(self) -> set[int]:
-        """Nodes the driver no longer evaluates: the states and the snapshots between them
-        and their lookups (the lookups' results arrive as rows of the batch)."""
-        out = {id(s.node) for s in self.states}
-        whole = {s.slot for s in self.states if s.whole}
-        for lk in self.lookups:
-            if lk.slot in whole:  # (its snapshots may be read whole too: the tick evaluates them)
-                continue
-            table = lk.node.children[1]
-            while isinstance(table, n.Snapshot):
-                out.add(id(table))
-                table = table.children[0]
-        return out
+#: delivered within the micro-batch on Spark, `ops.send`; the others: `projection.IDENTITY`)
+_IDENTITY = (*IDENTITY, n.Send)
 
 
 @dataclass(frozen=True)
@@ -292,6 +224,7 @@ def place(
     states: list[ExecutorState] = []
     lookups: list[ExecutorLookup] = []
     placed_joins: list[ExecutorJoin] = []
+    seen_here: list[ExecutorSeen] = []  # unique() / keys() / keyed enumerate() per key
     natives: list[NativeState] = []
     placements: list[Placement] = []
     for node in stage.stateful:
@@ -341,6 +274,14 @@ def place(
                 placed_joins.append(side)
                 placements.append(Placement(node, True, JOIN_WHY[type(node)] + held_note))
             continue
+        if isinstance(node, OCCURRENCES) and (node.children[0].meta.kind.keyed or not isinstance(node, n.Enumerate)):
+            seen = finder.seen_of(node)
+            if isinstance(seen, str):
+                placements.append(Placement(node, False, seen + not_native))
+            else:
+                seen_here.append(seen)
+                placements.append(Placement(node, True, f"{SEEN_WHY[type(node)]}{not_native}{held_note}"))
+            continue
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
             placements.append(Placement(node, False, found + not_native))
@@ -378,7 +319,8 @@ def place(
         lookups.extend(its_lookups)
         by = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
         placements.append(Placement(ch.node, True, TABLE_WHY.format(readers=by), table=ch.name))
-    region = Region(tuple(states), tuple(lookups), tuple(placed_joins)) if states or placed_joins else None
+    parts = (tuple(states), tuple(lookups), tuple(placed_joins), tuple(seen_here))
+    region = Region(*parts) if states or placed_joins or seen_here else None
     return StagePlacement(region, tuple(placements), tuple(natives))
 
 
@@ -455,6 +397,17 @@ class _Finder:
             ops.append(x)
             x = x.children[0]
         return [(x, tuple(reversed(ops)))]
+
+    def seen_of(self, node: n.Unique | n.Keys | n.Enumerate) -> ExecutorSeen | str:
+        """The executor form of a stateful `unique()`, `keys()` or keyed `enumerate()` whose
+        input is a chain (or a `merge_unordered()` of chains), or why there is none."""
+        if not node.children[0].meta.kind.streamlike:
+            return f"{node.op}() of a {node.children[0].meta.kind.value} is not a stream's state"
+        blocked = self._blocker()
+        if blocked is not None:
+            return blocked
+        chains = self.chains(node.children[0])
+        return chains if isinstance(chains, str) else ExecutorSeen(node, tuple(chains))
 
     def join_of(self, node: n.Join | n.CrossProduct) -> ExecutorJoin | str:
         """The executor form of a join of unbounded streams, or why there is none."""

@@ -192,12 +192,16 @@ def _test(e: ast.expr, param: str, t: HType) -> Projected | None:
 #: steps that pass every element of a micro-batch on unchanged: within one query a tick runs
 #: once per micro-batch on that batch's rows, so `all_ticks()` of a tick's stream is, in the
 #: batch, that stream's elements (a query whose batches can wait, `held.py`, keeps no state
-#: on the executors: `placement._Finder._blocker`, so a tick never runs on two batches' rows there)
-IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.AllTicks)
+#: on the executors: `placement._Finder._blocker`, so a tick never runs on two batches' rows there);
+#: `release_aligned()` emits a merged tick's elements as `all_ticks()` does, and `aligned_at()`
+#: only marks its input for the alignment pass (both pass their input on: `ops.passthrough`,
+#: as the simulator's `IdentityOp` / `ops_time` exit)
+IDENTITY = (n.Batch, n.AssumeOrdering, n.WeakenOrdering, n.AllTicks, n.ReleaseAligned, n.AlignedAt)
 
 
 def strip_identity(x: n.Node) -> n.Node:
-    """`x` below its identity steps (`batch`, `assume_ordering`, `weaken_ordering`, `all_ticks`)."""
+    """`x` below its identity steps (`batch`, `assume_ordering`, `weaken_ordering`, `all_ticks`,
+    `release_aligned`, `aligned_at`)."""
     while isinstance(x, IDENTITY):
         x = x.children[0]
     return x
