@@ -1,6 +1,9 @@
 """A top-level `unique()` (or a keyed `enumerate()`) on Spark: the occurrences counted by
 Spark's streaming aggregation (RocksDB, `native_state._unique_of`) vs the driver's SQLite
-store (hydrolite before).
+store (hydrolite before). With `--through-python` the elements first go through a Python
+function Spark cannot compute (a `map` / `filter` that changes nothing), so the native path
+cannot count them: then the executor region's processor (`region.ExecutorSeen`, Spark's
+state store per element or key, `keyed_state="executors"`) vs the driver's store.
 
 One program — `source("xs", int).unique().sink("new")`, or with `--op enumerate`
 `keyed_source("xs", int, int).enumerate().entries().sink("new")` — reads the same Parquet
@@ -13,11 +16,12 @@ carries its index within its key over all batches.
     python benchmarks/bench_unique.py                        # 4 x 250k rows over 600k elements
     python benchmarks/bench_unique.py --rows 1000000 --elements 3000000 --repeat 1
     python benchmarks/bench_unique.py --op enumerate         # the same rows as keys, each value its row number
+    python benchmarks/bench_unique.py --through-python [--op enumerate]   # executor region vs driver
     python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
 
 Prints, per path, the median time of the `availableNow` query, input rows/s, the driver
 process's peak RSS growth during the run (VmHWM, reset before it) and the ratio native /
-driver (the machine is shared: compare ratios, not seconds).
+driver (or executors / driver; the machine is shared: compare ratios, not seconds).
 """
 
 from __future__ import annotations
@@ -40,15 +44,19 @@ class Reader:
     """Tag of the process that reads the elements."""
 
 
-def build(op: str) -> Any:
+def build(op: str, python: bool = False) -> Any:
+    """The program; with `python`, its elements go through a function the native path cannot
+    compute first (`abs` of values that are never negative; a filter keeping every value)."""
     import hydrolite as hl
 
     flow = hl.FlowBuilder("bench_unique")
     reader = flow.process(Reader)
     if op == "enumerate":
-        reader.keyed_source("xs", int, int).enumerate().entries().sink("new")
+        ks = reader.keyed_source("xs", int, int)
+        (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
     else:
-        reader.source("xs", int).unique().sink("new")
+        xs = reader.source("xs", int)
+        (xs.map(abs) if python else xs).unique().sink("new")
     return flow.finalize()
 
 
@@ -79,14 +87,14 @@ def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "uniq
 
 
 def run(
-    spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int], op: str = "unique"
+    spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int], op: str = "unique", python: bool = False
 ) -> tuple[float, int, str]:
     from pyspark.sql import functions as F
 
     from hydrolite.planner.spark.runtime import FlowRunner
 
     runner = FlowRunner(
-        build(op),
+        build(op, python),
         spark=spark,
         checkpoint=os.path.join(out, "ck"),
         inputs={"xs": f"parquet:{inp}?maxFilesPerTrigger=1"},
@@ -110,7 +118,8 @@ def run(
         assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
     for value, got in written[:: max(1, len(written) // 20_000)]:  # a sample: the check runs here
         assert first[value] == got, (value, got, first[value])
-    return elapsed, grew, ("native" if placed.native else "driver") + f": {placed.why[:60]}"
+    home = "native" if placed.native else "executors" if placed.executors else "driver"
+    return elapsed, grew, f"{home}: {placed.why[:60]}"
 
 
 def main() -> None:
@@ -120,6 +129,7 @@ def main() -> None:
     ap.add_argument("--elements", type=int, default=600_000, help="distinct values the rows are drawn from")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--op", choices=("unique", "enumerate"), default="unique")
+    ap.add_argument("--through-python", action="store_true", help="elements through a Python function first")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--hydrolite-src", default=ROOT)
     args = ap.parse_args()
@@ -134,25 +144,30 @@ def main() -> None:
         total = args.batches * args.rows
         warm = os.path.join(base, "warm")
         warm_first = write_inputs(warm, 2, 1000, 1500, args.op)
-        for ks in ("auto", "driver"):
-            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op)
-        times: dict[str, list[float]] = {"auto": [], "driver": []}
-        grew: dict[str, list[int]] = {"auto": [], "driver": []}
+        first_mode = "executors" if args.through_python else "auto"
+        modes = (first_mode, "driver")
+        for ks in modes:
+            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op, args.through_python)
+        times: dict[str, list[float]] = {k: [] for k in modes}
+        grew: dict[str, list[int]] = {k: [] for k in modes}
         for i in range(args.repeat):
-            for ks in ("auto", "driver"):
-                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first, args.op)
+            for ks in modes:
+                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first, args.op, args.through_python)
                 times[ks].append(t)
                 grew[ks].append(g)
-                print(f"round {i}: {ks:6} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
+                print(f"round {i}: {ks:9} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
         what = "rows (keys drawn from" if args.op == "enumerate" else "distinct elements (drawn from"
+        through = ", through a Python function" if args.through_python else ""
         print(
-            f"{args.op}: {total:,} rows, {len(first):,} {what} {args.elements:,}), {args.batches} batches, {args.master}"
+            f"{args.op}{through}: {total:,} rows, {len(first):,} {what} {args.elements:,}), {args.batches} batches, "
+            f"{args.master}"
         )
         for k, t in med.items():
             mb = statistics.median(grew[k]) / 1024
-            print(f"{k:6}: median {t:7.1f} s, {total / t:9,.0f} rows/s, driver peak RSS +{mb:,.0f} MB")
-        print(f"native / driver: {med['driver'] / med['auto']:.2f}x the rows/s ({args.repeat} rounds)")
+            print(f"{k:9}: median {t:7.1f} s, {total / t:9,.0f} rows/s, driver peak RSS +{mb:,.0f} MB")
+        label = "executors" if args.through_python else "native"
+        print(f"{label} / driver: {med['driver'] / med[first_mode]:.2f}x the rows/s ({args.repeat} rounds)")
     finally:
         shutil.rmtree(base, ignore_errors=True)
         spark.stop()
