@@ -134,3 +134,17 @@ def test_generated_stores_keep_what_streams_saw_per_key_on_the_executors(tmp_pat
                 seen[kind] = seen.get(kind, 0) + 1
     want = [("unique", False), ("unique", True), ("keys", True), ("enumerate", True)]
     assert all(seen.get(k, 0) >= 2 for k in want), seen
+
+
+def test_generated_requests_through_a_batchs_keys_are_asked_per_key(tmp_path: Path) -> None:
+    """The differential test keeps drawing lookups whose requests pass through a batch's
+    `keys()` (each key the batch touched, asked once: `keyed_processor.first_occurrences`),
+    answered per key on the executors."""
+    found = 0
+    for seed in range(300):
+        source = generate(RandomDraw(random.Random(seed))).source()
+        for st in _placed_from_file(source, tmp_path, f"asked{seed}"):
+            if st.placement is None or st.placement.region is None:
+                continue
+            found += sum(any(isinstance(op, n.Keys) for op in lk.chain.ops) for lk in st.placement.region.lookups)
+    assert found >= 8, found

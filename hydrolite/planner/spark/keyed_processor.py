@@ -52,7 +52,7 @@ NO_ORDER = (0, "", 0, 0, 0)  # the order columns of rows that have none (a join'
 class Op:
     """One element-wise step, as `hydrolite.kernels` runs it (the simulator's definitions)."""
 
-    kind: str  # map | filter | filter_map | flat_map | into_keyed | entries | values | by_element
+    kind: str  # map | filter | filter_map | flat_map | into_keyed | entries | values | by_element | distinct[_keys]
     keyed: bool  # applies to the values of (key, value) pairs
     f: Any
     site: FnSite
@@ -73,6 +73,8 @@ def run_op(op: Op, items: list[Item]) -> list[Item]:
             return [(o, None, v) for o, _, v in items]
         if op.kind == "by_element":  # unique(): an element is its own key (keyed: its (key, value) pair)
             return [(o, (k, v), (k, v)) if op.keyed else (o, v, v) for o, k, v in items]
+        if op.kind in ("distinct", "distinct_keys"):  # a batch's first occurrences: marked, kept later
+            return [_occurrence(op, o, k, v) for o, k, v in items]
         if op.kind == "map":
             return [(o, k, r) for (o, k, _), r in zip(items, kernels.map_values(op.f, values))]
         if op.kind == "filter":
@@ -81,10 +83,36 @@ def run_op(op: Op, items: list[Item]) -> list[Item]:
             mask, results = kernels.filter_map_results(op.f, values)
             return [(o, k, r) for (o, k, _), r, keep in zip(items, results, mask) if keep]
         groups = kernels.flat_map_groups(op.f, values)
-        return [((*o[:4], i), k, r) for (o, k, _), g in zip(items, groups) for i, r in enumerate(g)]
+        return [((*o[:4], i, *o[5:]), k, r) for (o, k, _), g in zip(items, groups) for i, r in enumerate(g)]
     except KernelError as e:
         element = (items[e.index][1], e.element) if op.keyed else e.element
         raise op.site.fail(element, e.cause) from e.cause
+
+
+def _occurrence(op: Op, o: tuple[Any, ...], k: Any, v: Any) -> Item:
+    """An element of a batch's `unique()` (`distinct`; of a keyed stream: its pair) or
+    `keys()` (`distinct_keys`: the key, unkeyed), its order extended with which step (`op.f`:
+    its number in the region), which element and which occurrence of it this is."""
+    if op.kind == "distinct_keys":
+        element, out = k, (o, None, k)
+    else:
+        element, out = ((k, v) if op.keyed else v), (o, k, v)
+    mark = pickle.dumps((op.f, element), protocol=5)
+    return ((*o[:5], (mark, tuple(o[:5]))), *out[1:])
+
+
+def first_occurrences(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Of a group's rows `(gk, tag, r1..r5, x, d)`, those that are no later occurrence of an
+    element a batch-level `unique()` / `keys()` (`d`: which step, element and occurrence)
+    already passed on. Every occurrence of an element gives the same rows after it (the
+    steps are functions of the element), so each reaches the same groups: keeping the first
+    in each group is keeping it in the batch."""
+    marks = [None if r[8] is None else pickle.loads(r[8]) for r in rows]
+    first: dict[bytes, tuple[Any, ...]] = {}
+    for m in marks:
+        if m is not None and (m[0] not in first or m[1] < first[m[0]]):
+            first[m[0]] = m[1]
+    return [r for r, m in zip(rows, marks) if m is None or first[m[0]] == m[1]]
 
 
 @dataclass(frozen=True)
@@ -174,7 +202,10 @@ class Processor(StatefulProcessor):
         fn = self.aggs[state_key]
         by_role: dict[str, list[Row]] = {}
         tags = self.tags
-        for r in rows:  # (gk, tag, r1..r5, x), as keyed_state's chained rows
+        got = list(rows)  # (gk, tag, r1..r5, x, d), as keyed_state's chained rows
+        if any(r[8] is not None for r in got):
+            got = first_occurrences(got)
+        for r in got:
             by_role.setdefault(tags[r[1]], []).append((r[1], r[2:7], r[7]))
         for rs in by_role.values():
             rs.sort(key=_order)  # arrival order

@@ -80,6 +80,7 @@ _CHAINED = T.StructType(
         T.StructField("tag", T.IntegerType()),
         *ORDER_FIELDS,
         T.StructField("x", T.BinaryType()),
+        T.StructField("d", T.BinaryType()),  # a batch-level unique() / keys(): which occurrence
     ]
 )
 _KIND = {
@@ -90,6 +91,8 @@ _KIND = {
     n.IntoKeyed: "into_keyed",
     n.Entries: "entries",
     n.Values: "values",
+    n.Unique: "distinct",  # (within a tick: `placement._Finder._in_batch`)
+    n.Keys: "distinct_keys",
 }
 UNKNOWN_BATCH = -1  # a worker does not know the batch id; the runtime fills it in (`with_batch`)
 
@@ -123,6 +126,10 @@ def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType
             kt, vt = (vt.items[0], vt.items[1]) if isinstance(vt, TupleT) and len(vt.items) == 2 else (OPAQUE, OPAQUE)
         elif isinstance(op, (n.Entries, n.Values)):  # a keyed stream's elements, unkeyed
             vt, kt = (TupleT((kt or OPAQUE, vt)) if isinstance(op, n.Entries) else vt), None
+        elif isinstance(op, n.Keys):  # a batch's keys, as a stream
+            vt, kt = kt or OPAQUE, None
+        elif isinstance(op, n.Unique):  # (a batch's first occurrences: the same types)
+            continue
         else:
             vt = _step_type(op, vt)
     return vt, kt
@@ -226,6 +233,7 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
                         for name, x in zip(INNER, o):
                             cols[name].append(x)
                         cols["x"].append(pickle.dumps((k, v), protocol=5))
+                        cols["d"].append(pickle.dumps(o[5], protocol=5) if len(o) > 5 else None)
             first += rb.num_rows
             yield pa.RecordBatch.from_pydict(cols, schema=_arrow_schema(_CHAINED))
 
@@ -280,6 +288,7 @@ class ExecutorRegion:
         self.by_node = {id(i.node): i for i in inputs}
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
+        self.distinct: dict[int, int] = {}  # a batch-level unique() / keys() -> its number
         self.tags: dict[int, str] = {}
         self.aggs: dict[str, AggFn | JoinFn | SeenFn] = {}
         #: node answered by the region -> (the tag of its rows, key type or None, element type)
@@ -382,10 +391,16 @@ class ExecutorRegion:
         return chain_types(ch, inp.vt, inp.kt)
 
     def _ops(self, ch: Chain) -> tuple[Op, ...]:
-        return tuple(
-            Op(_KIND[type(op)], op.children[0].meta.kind.keyed, getattr(op, "f", None), _site(op, self.stage))
-            for op in ch.ops
-        )
+        """`ch`'s steps as the workers run them; a batch-level `unique()` / `keys()` carries a
+        number of its own (the same for every chain through it: a merge's sides)."""
+        out = []
+        for op in ch.ops:
+            if isinstance(op, (n.Unique, n.Keys)):
+                f: Any = self.distinct.setdefault(id(op), len(self.distinct))
+            else:
+                f = getattr(op, "f", None)
+            out.append(Op(_KIND[type(op)], op.children[0].meta.kind.keyed, f, _site(op, self.stage)))
+        return tuple(out)
 
     def branch(self, raw: DataFrame) -> DataFrame:
         """The region's part of the streaming plan: its answers as rows `(_src=-1, _rg)`."""

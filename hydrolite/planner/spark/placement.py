@@ -7,7 +7,8 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 
 * whose input is a *chain*: one of the query's inputs (a source port or a channel) through
   element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
-  `into_keyed`, a keyed stream's `entries`/`values`, and the identity steps `batch`,
+  `into_keyed`, a keyed stream's `entries`/`values`, at most one `unique()` or `keys()`
+  within a tick — each element or key once per batch —, and the identity steps `batch`,
   `assume_ordering`, `weaken_ordering`, `send`, `all_ticks`, `release_aligned`, `aligned_at`), so
   the key of every element is known before any state is read — or a `merge_unordered()` of
   chains (one chain per side, folded into the same state: the fold is commutative); and
@@ -106,6 +107,10 @@ _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries,
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
 #: delivered within the micro-batch on Spark, `ops.send`; the others: `projection.IDENTITY`)
 _IDENTITY = (*IDENTITY, n.Send)
+#: a batch's first occurrences (within a tick: `_Finder._in_batch`), which a chain may
+#: contain once: its elements reach the processor with the occurrence they come from, and
+#: it keeps the first of each (`keyed_processor.first_occurrences`)
+_DISTINCT = (n.Unique, n.Keys)
 
 
 @dataclass(frozen=True)
@@ -368,6 +373,8 @@ class _Finder:
         for inp, ops in found:
             if sum(isinstance(x, n.FlatMap) for x in ops) > 1:
                 return "its input passes through more than one flat_map()"
+            if sum(isinstance(x, _DISTINCT) for x in ops) > 1:
+                return "its input passes through more than one unique() / keys() of a batch"
             if not inp.meta.kind.streamlike:
                 return f"its input {inp.op}() {where(inp)} is not a stream"
             self.tags += 1
@@ -390,7 +397,9 @@ class _Finder:
                         return found
                     paths += [(inp, (*before, *reversed(ops))) for inp, before in found]
                 return paths
-            if not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
+            if isinstance(x, _DISTINCT) and self._in_batch(x):
+                pass  # (the batch's first occurrences: the processor keeps them, per group)
+            elif not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
                 return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
             if not self.stage.member(x):
                 return f"its input comes through {x.op}() {where(x)} outside the query"
@@ -408,6 +417,13 @@ class _Finder:
             return blocked
         chains = self.chains(node.children[0])
         return chains if isinstance(chains, str) else ExecutorSeen(node, tuple(chains))
+
+    def _in_batch(self, x: n.Node) -> bool:
+        """Whether `x` is a `unique()` of a stream, or `keys()` of a keyed stream, within a tick
+        of the query (each element, or key, once per batch: no state across batches)."""
+        kind = x.children[0].meta.kind
+        of_stream = kind is Kind.KEYED_STREAM if isinstance(x, n.Keys) else kind.streamlike
+        return of_stream and not self.stage.roles.stateful(x)
 
     def join_of(self, node: n.Join | n.CrossProduct) -> ExecutorJoin | str:
         """The executor form of a join of unbounded streams, or why there is none."""
