@@ -10,7 +10,9 @@ one state, so states can come and go between runs without changing Spark's opera
 
 A join keeps `(lefts, rights)` per key; with folds kept next to it, `(lefts, rights, accs)`,
 `accs` mapping each fold's state key to `(has, acc)`. The two-tuple reads as "no folds yet",
-so a checkpoint written before a fold was kept with its join resumes unchanged.
+so a checkpoint written before a fold was kept with its join resumes unchanged. What a
+`unique()` / `keys()` saw is `True` under the element (key) seen; a keyed `enumerate()`
+keeps its key's count.
 """
 
 from __future__ import annotations
@@ -191,7 +193,7 @@ class Processor(StatefulProcessor):
 
     def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str]) -> None:
         self.aggs = aggs  # state key -> what its state does
-        self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT
+        self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT | SEEN
         self.value: Any = None
 
     def init(self, handle: StatefulProcessorHandle) -> None:

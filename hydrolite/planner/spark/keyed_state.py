@@ -9,8 +9,10 @@ version before it):
 1. **chains** — the rows of the inputs that feed the region go through their element-wise
    operators in Python (one Arrow function per partition, `hydrolite.kernels`: the same
    definitions the simulator runs); each resulting element becomes a row
-   `(gk, tag, _r1.._r5, x)`: `gk` the pickled (state key, element key), `tag` its chain, `_r*` its
-   arrival order (see `ORDER`), `x` the pickled (key, value);
+   `(gk, tag, _r1.._r5, x, d)`: `gk` the pickled (state key, element key), `tag` its chain,
+   `_r*` its arrival order (see `ORDER`), `x` the pickled (key, value), `d` which occurrence
+   of which element it comes from when the chain passes through a batch's `unique()` /
+   `keys()` (the processor keeps the first: `keyed_processor.first_occurrences`), else null;
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
    and `keyed_processor.Processor.handleInputRows` folds the key's new elements, in arrival order, into the
    accumulator held in a `ValueState` (Spark's RocksDB state store), then answers the key's
