@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,23 @@ import pytest
 from pyspark.sql import SparkSession
 
 from hydrolite.ir.graph import Flow
+from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import PlanChangedError
 
 _FIELD = re.compile(r"_([1-9][0-9]*)")
+
+
+def feeds(d: Path, entries: Mapping[str, tuple[type, type | None, Sequence[Sequence[Any]]]]) -> dict[str, str]:
+    """Append to a feed under `d` per port (`port: (value type, key type or None, entries)`)
+    each entry — an empty one too: the ports stay aligned by batch — and return the inputs
+    reading every port's feed one entry per micro-batch."""
+    for port, (vt, kt, batches) in entries.items():
+        w = FeedWriter(str(d / port), from_python(vt), from_python(kt) if kt is not None else None)
+        for entry in batches:
+            w.send_many(list(entry))
+    return {port: f"feed:{d / port}?maxEntriesPerTrigger=1" for port in entries}
 
 
 def run_once(runner: FlowRunner) -> FlowRunner:

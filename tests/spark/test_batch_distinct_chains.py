@@ -18,11 +18,9 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
-from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.runtime import FlowRunner
-from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.verify import verify_runner
-from tests.spark.runs import json_batches, run_once
+from tests.spark.runs import feeds, json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -58,16 +56,11 @@ def _program() -> hl.Flow:
 
 
 def _run(spark: SparkSession, d: Path, keyed_state: str) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
-    xw = FeedWriter(str(d / "xs"), from_python(int))
-    kw = FeedWriter(str(d / "ks"), from_python(int), from_python(str))
-    for xb, kb in zip(XS, KS, strict=True):
-        xw.send_many(xb)
-        kw.send_many(kb)
     runner = FlowRunner(
         _program(),
         spark=spark,
         checkpoint=str(d / "ck"),
-        inputs={p: f"feed:{d / p}?maxEntriesPerTrigger=1" for p in ("xs", "ks")},
+        inputs=feeds(d, {"xs": (int, None, XS), "ks": (int, str, KS)}),
         outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack_x", "ack_k")},
         keyed_state=keyed_state,
     )

@@ -21,12 +21,10 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite.planner.spark.faults import CrashOnce
-from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.placement import SEEN_WHY
 from hydrolite.planner.spark.runtime import FlowRunner
-from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.verify import verify_runner
-from tests.spark.runs import assert_driver_checkpoint_refused, first_batch, json_batches, run_once
+from tests.spark.runs import assert_driver_checkpoint_refused, feeds, first_batch, json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -65,21 +63,15 @@ def _run(
 ) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
     """Run on the feeds under `d` (written first: the first `batches` of the inputs, or MORE);
     the outputs by port and batch (`mod` from a memory sink: this run's batches, in order)."""
-    if more or not (d / "xs").exists():
-        writers = {
-            "xs": FeedWriter(str(d / "xs"), from_python(int)),
-            "ys": FeedWriter(str(d / "ys"), from_python(int)),
-            "ks": FeedWriter(str(d / "ks"), from_python(int), from_python(str)),
-        }
-        steps = MORE if more else {"xs": XS[:batches], "ys": YS[:batches], "ks": KS[:batches]}
-        for port, w in writers.items():
-            for entry in steps[port]:
-                w.send_many(entry)  # (an empty entry is still one: the inputs stay aligned by batch)
+    steps = MORE if more else {"xs": XS[:batches], "ys": YS[:batches], "ks": KS[:batches]}
+    if not more and (d / "xs").exists():  # (a rerun on what is there)
+        steps = {"xs": [], "ys": [], "ks": []}
+    inputs = feeds(d, {"xs": (int, None, steps["xs"]), "ys": (int, None, steps["ys"]), "ks": (int, str, steps["ks"])})
     runner = FlowRunner(
         _program(),
         spark=spark,
         checkpoint=str(d / "ck"),
-        inputs={p: f"feed:{d / p}?maxEntriesPerTrigger=1" for p in ("xs", "ys", "ks")},
+        inputs=inputs,
         outputs={p: f"json:{d / p}_out" for p in PORTS} | {"mod": "memory"},
         fault=fault,
         keyed_state=keyed_state,
