@@ -131,11 +131,12 @@ def _die_of(signum: int) -> None:
 
 def _run_here(args: list[str], pending: list[int]) -> None:
     """Run the module in this process (`execv`), unless a signal came first: then die of it,
-    as the process Spark started would have."""
-    for signum in pending:
-        _die_of(signum)
+    as the process Spark started would have (the default actions first, so that a signal
+    arriving meanwhile acts at once)."""
     for sig in FORWARDED:
         signal.signal(sig, signal.SIG_DFL)
+    for signum in pending:
+        _die_of(signum)
     os.execv(sys.executable, [sys.executable, *args])
 
 
