@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.feed import FeedWriter
+from hydrolite.planner.spark.offsets import read_offset_log
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import PlanChangedError
@@ -36,6 +37,19 @@ def feeds(d: Path, entries: Mapping[str, tuple[type, type | None, Sequence[Seque
         for entry in batches:
             w.send_many(list(entry))
     return {port: f"feed:{d / port}?maxEntriesPerTrigger=1" for port in entries}
+
+
+def channel_entries(ck: str, producer: str = "tick0", port: str = "x") -> list[int]:
+    """The entries a channel's producer query wrote under checkpoint `ck`: one per batch that
+    read elements from `port`, numbered by its batch id (a batch without elements writes
+    none; how many such batches run depends on the schedule), from Spark's offset log."""
+    out = []
+    for t in read_offset_log(ck):
+        if t.query == producer:
+            start, end = t.inputs[port]
+            if int(end["entries"]) > (int(start["entries"]) if start else 0):
+                out.append(t.batch_id)
+    return out
 
 
 def run_once(runner: FlowRunner) -> FlowRunner:

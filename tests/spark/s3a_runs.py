@@ -30,7 +30,7 @@ from hydrolite.planner.spark.session import spark_session
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.verify import unread_entries, verify_runner
 from tests.session_conf import INTERPRETED
-from tests.spark.runs import json_batches, run_once
+from tests.spark.runs import channel_entries, json_batches, run_once
 from tests.spark.s3_server import spark_conf
 from tests.spark.test_executor_state import EXPECTED, _feeds, _responses
 from tests.spark.test_plan import two_ticks
@@ -85,18 +85,6 @@ def _mirrored(local: str) -> list[int]:
     return sorted(list_entries(local))
 
 
-def _produced(ck: str) -> list[int]:
-    """The channel's entries: one per batch of the producer (`tick0`) that read elements,
-    numbered by its batch id (a batch without elements writes none)."""
-    out = []
-    for t in read_offset_log(ck):
-        if t.query == "tick0":
-            start, end = t.inputs["x"]
-            if int(end["entries"]) > (int(start["entries"]) if start else 0):
-                out.append(t.batch_id)
-    return out
-
-
 def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     """Two queries joined by a channel (entries written to the bucket, read from the driver's
     mirror): the consumer crashes in its batch 2; a new runner copies into its mirror only the
@@ -139,7 +127,7 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
     assert feed.base == base, (feed.base, crashed)
     second.start()
     try:
-        copied = [e for e in _produced(ck) if base <= e < int(end["entries"])]
+        copied = [e for e in channel_entries(ck) if base <= e < int(end["entries"])]
         assert _mirrored(feed.local) == copied, (_mirrored(feed.local), crashed)
         second.process_all_available()
         for values in ([4, 5], [6]):
@@ -152,7 +140,7 @@ def channel_crash(spark: Any, d: Path, ck: str) -> dict[str, Any]:
         (name,) = [i.name for i in consumer.inputs]
         last = [t for t in read_offset_log(ck) if t.query == "tick1"][-1]
         start = last.inputs[name][0]
-        written = _produced(ck)  # (the consumer has read them all)
+        written = channel_entries(ck)  # (the consumer has read them all)
         first_kept = min(int(start["entries"]) if start else 0, written[-1])
         kept = [e for e in written if e >= first_kept]
         assert _mirrored(feed.local) == kept, (last, _mirrored(feed.local))
