@@ -282,10 +282,9 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
         left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
         prog.sinks.append(f'{src.name}.map({left}).join({other.name}.map({right})).sink("joined")')
     if per_key and d.int(0, 2) == 0:  # what a stream saw, per key on the executors (`region.ExecutorSeen`)
-        keyed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
-        seen = [f"{keyed}.unique().entries()", f"{keyed}.keys()", f"{keyed}.enumerate().entries()"]
-        seen.append(f"{src.name}.map({d.choice(INT_MAPS)}).unique()")
-        prog.sinks.append(f'{d.choice(seen)}.sink("seen")')
+        from .progen_more import seen_sink  # (it imports this module's pool)
+
+        seen_sink(prog, d, src)
 
 
 def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:

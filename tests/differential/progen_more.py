@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, Draw, Program
+from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, TO_PAIR, Draw, Program, Var
 
 #: the operator numbers `progen._one_op` hands to `extra_op`
 EXTRA_OPS = range(18, 23)
@@ -46,7 +46,7 @@ def _crossing_table(prog: Program, d: Draw) -> None:
     filtered, read per key by another tick: two queries joined by a keyed singleton channel, which crosses as
     deltas when the producer keeps the state on the executors (`channel_versions.py`). The two
     ticks are new ones, so no other operator merges them."""
-    from .progen import STORE_AGGREGATES, TO_PAIR
+    from .progen import STORE_AGGREGATES
 
     v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.elem == "int" and v.ordered)
     asks = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.name == v.source and v.elem == "int")
@@ -170,3 +170,12 @@ def _ordering(prog: Program, d: Draw) -> None:
         )
     else:
         prog.new(f"{v.name}.weaken_ordering()", "stream", v.tick, elem=v.elem, ordered=False, source=v.source)
+
+
+def seen_sink(prog: Program, d: Draw, src: Var) -> None:
+    """A sink of what `src` saw over time, through a Python map first: a `unique()`, or a
+    keyed `unique()` / `keys()` / `enumerate()` (kept per key on the executors)."""
+    keyed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
+    seen = [f"{keyed}.unique().entries()", f"{keyed}.keys()", f"{keyed}.enumerate().entries()"]
+    seen.append(f"{src.name}.map({d.choice(INT_MAPS)}).unique()")
+    prog.sinks.append(f'{d.choice(seen)}.sink("seen")')
