@@ -23,7 +23,9 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pyspark import StorageLevel
 from pyspark.cloudpickle import register_pickle_by_value
+from pyspark.sql import DataFrame
 from pyspark.sql.streaming.query import StreamingQuery
 
 from ...ir.graph import Flow
@@ -301,3 +303,17 @@ def prepare_queries(stages: list[Any], checkpoint: str, record_before: bytes | N
         if record_before is not None:
             ckfs.write_atomic(ckfs.join(checkpoint, PLAN_FILE), record_before)
         raise
+
+
+def cache_batch(df: DataFrame, both_stores: bool) -> DataFrame:
+    """The batch's rows cached for the jobs that read them. With `both_stores` (a native
+    streaming aggregation and the executor region's `transformWithState` in one plan) they
+    are computed at once by a job of their own, one task per partition, before any job reads
+    them through a `coalesce()`: a task that computes an aggregation's partition and then the
+    `transformWithState`'s reuses the aggregation's read store for the other operator
+    (Spark 4's per-thread `StateStoreThreadLocalTracker` is cleared only when the task ends)
+    and fails ("Can only upgrade readStore to writeStore with the same stateStoreId")."""
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    if both_stores:
+        df.count()
+    return df

@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
@@ -362,8 +361,9 @@ class StageRunner(StageOutputs, HeldBatches):
         # the first batch's emptiness check (a Spark job) is not needed when a Parquet footer shows a row
         check_empty = batch_id == 0 and self.stage.streaming
         check_empty = check_empty and not parquet_has_rows([u for i in self.parquet for u in files.get(i, [])])
-        if check_empty or not self.one_job:  # more than one job reads the batch: cache it
-            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        both = self.native is not None and self.region is not None  # (run_support.cache_batch)
+        if check_empty or not self.one_job or both:  # more than one job reads the batch: cache it
+            df = run_support.cache_batch(df, both)
         try:
             if check_empty and df.isEmpty() and not run_support.left_out_elements(self, files):
                 return  # Spark's first batch runs even without data; a tick without input may be skipped
