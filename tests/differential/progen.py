@@ -253,8 +253,10 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
     """A key-value store: a keyed aggregate of `src` read per key, at the align point, by the
     requests of another input batched into t1 — the shape whose state Spark keeps on the
     executors (placement.py); a second reader or a whole read keeps it on the driver."""
+    from .progen_more import asked_through, seen_sink, store_feed  # (it imports this module's pool)
+
     agg = d.choice(STORE_AGGREGATES)
-    fed = f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
+    fed = store_feed(d, src, agg) if per_key else f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
     other = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int") if per_key else None
     if other is not None and d.int(0, 2) == 0:
         # a store of a join's pairs (commutative: the pairs have no order), folded by the join's
@@ -269,7 +271,7 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
         prog.vars.remove(snap)
     asks = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int")  # a port itself
     assert asks is not None
-    req = f"{asks.name}.batch(t1, ND).filter(lambda x: x != 7).map({d.choice(TO_PAIR)}).into_keyed()"
+    req = f"{asked_through(d, asks, per_key)}.batch(t1, ND).filter(lambda x: x != 7).map({d.choice(TO_PAIR)}).into_keyed()"
     if d.bool():
         how = f"{req}.lookup_keyed_singleton({snap.name}).entries().map(lambda t: (t[0], t[1][0], t[1][1]))"
     else:
@@ -282,8 +284,6 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
         left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
         prog.sinks.append(f'{src.name}.map({left}).join({other.name}.map({right})).sink("joined")')
     if per_key and d.int(0, 2) == 0:  # what a stream saw, per key on the executors (`region.ExecutorSeen`)
-        from .progen_more import seen_sink  # (it imports this module's pool)
-
         seen_sink(prog, d, src)
 
 

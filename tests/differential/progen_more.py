@@ -179,3 +179,22 @@ def seen_sink(prog: Program, d: Draw, src: Var) -> None:
     seen = [f"{keyed}.unique().entries()", f"{keyed}.keys()", f"{keyed}.enumerate().entries()"]
     seen.append(f"{src.name}.map({d.choice(INT_MAPS)}).unique()")
     prog.sinks.append(f'{d.choice(seen)}.sink("seen")')
+
+
+def store_feed(d: Draw, src: Var, agg: str) -> str:
+    """What a keyed store folds (with `agg`): `src` keyed by a Python map, in about one of
+    three programs through a stateful `unique()` / `keys()` first — distinct elements,
+    distinct values per key, a key's first element (no order: for commutative aggregates
+    only) — whose seen elements the store's keys keep (`Chain.kept`)."""
+    pair = d.choice(TO_PAIR)
+    feeds = [f"{src.name}.map({pair}).into_keyed()"] * 6
+    feeds += [f"{src.name}.unique().map({pair}).into_keyed()", f"{src.name}.map({pair}).into_keyed().unique()"]
+    if "commutative" in agg or agg == "count()":
+        feeds.append(f"{src.name}.map({pair}).into_keyed().keys().map(lambda k: (k % 3, k)).into_keyed()")
+    return d.choice(feeds)
+
+
+def asked_through(d: Draw, asks: Var, per_key: bool) -> str:
+    """A store's requests: the port `asks`, or in one of four stores its elements the first
+    time each arrives (a stateful `unique()`: each group keeps the ones it saw)."""
+    return f"{asks.name}.unique()" if per_key and d.int(0, 3) == 0 else asks.name

@@ -252,11 +252,18 @@ def test_unbounded_join_is_placed_per_key_or_with_its_history() -> None:
     plan = plan_flow(flow.finalize())
     (placed,) = [x for s in plan.stages if s.placement is not None for x in s.placement.placements]
     assert placed.executors and "both sides kept per key" in placed.why
-    # a side that is not a chain from the query's inputs (here: through unique(), which keeps
-    # state): its history as Parquet (history.py); before, refused at plan time
+    # a side through unique(): each key keeps the elements it saw (region.Chain.kept)
+    flow = hl.FlowBuilder("j1")
+    p = flow.process(Server)
+    p.source("a", int).unique().map(lambda c: (c, c)).join(p.source("b", tuple[int, int])).sink("out")
+    stages = plan_flow(flow.finalize()).stages
+    (placed,) = [x for s in stages if s.placement is not None for x in s.placement.placements if x.node.op == "join"]
+    assert placed.executors and "keeps the elements unique() test_plan.py:" in placed.why, placed.why
+    # a side that is not a chain from the query's inputs (here: through an enumerate(), which
+    # counts across batches): its history as Parquet (history.py); before, refused at plan time
     flow = hl.FlowBuilder("j2")
     p = flow.process(Server)
-    counted = p.source("a", int).unique().map(lambda c: (c, c))
+    counted = p.source("a", int).enumerate().map(lambda ic: (ic[1], ic[0]))
     counted.join(p.source("b", tuple[int, int])).sink("out")
     plan = plan_flow(flow.finalize())
     placed = next(
@@ -322,7 +329,7 @@ def test_a_cross_product_of_unbounded_streams_keeps_its_history_on_the_executors
     assert placed.executors and "whole history kept under one key" in placed.why
     flow = hl.FlowBuilder("x2")
     p = flow.process(Server)
-    p.source("a", int).unique().cross_product(p.source("b", str)).sink("out")
+    p.source("a", int).enumerate().cross_product(p.source("b", str)).sink("out")
     plan = plan_flow(flow.finalize())  # a side Spark's state cannot take: its history as Parquet (history.py)
     placed = next(
         x

@@ -6,7 +6,10 @@ folds kept with that join (`region.ExecutorState.joined`), and `unique()` / `key
 both step 1 (the chains) and those folds run.
 
 One `ValueState` per grouping key (state key, element key): a grouping key belongs to exactly
-one state, so states can come and go between runs without changing Spark's operator.
+one state, so states can come and go between runs without changing Spark's operator. A region
+whose chains pass through a stateful `unique()` / `keys()` (`region.Chain.kept`) also declares
+a `MapState` of the marks of the elements each group saw through it (`first_occurrences`);
+Spark resumes a checkpoint written with or without it (checked on PySpark 4.3).
 
 A join keeps `(lefts, rights)` per key; with folds kept next to it, `(lefts, rights, accs)`,
 `accs` mapping each fold's state key to `(has, acc)`. The two-tuple reads as "no folds yet",
@@ -56,8 +59,9 @@ class Op:
 
     kind: str  # map | filter | filter_map | flat_map | into_keyed | entries | values | by_element | distinct[_keys]
     keyed: bool  # applies to the values of (key, value) pairs
-    f: Any
+    f: Any  # (distinct[_keys]: which step: its number, or with `kept` its state's stable key)
     site: FnSite
+    kept: bool = False  # distinct[_keys] across batches: each group keeps the elements it saw
 
 
 Item = tuple[tuple[Any, ...], Any, Any]  # (order, key, value)
@@ -75,7 +79,7 @@ def run_op(op: Op, items: list[Item]) -> list[Item]:
             return [(o, None, v) for o, _, v in items]
         if op.kind == "by_element":  # unique(): an element is its own key (keyed: its (key, value) pair)
             return [(o, (k, v), (k, v)) if op.keyed else (o, v, v) for o, k, v in items]
-        if op.kind in ("distinct", "distinct_keys"):  # a batch's first occurrences: marked, kept later
+        if op.kind in ("distinct", "distinct_keys"):  # first occurrences: marked, kept by the processor
             return [_occurrence(op, o, k, v) for o, k, v in items]
         if op.kind == "map":
             return [(o, k, r) for (o, k, _), r in zip(items, kernels.map_values(op.f, values))]
@@ -92,29 +96,41 @@ def run_op(op: Op, items: list[Item]) -> list[Item]:
 
 
 def _occurrence(op: Op, o: tuple[Any, ...], k: Any, v: Any) -> Item:
-    """An element of a batch's `unique()` (`distinct`; of a keyed stream: its pair) or
-    `keys()` (`distinct_keys`: the key, unkeyed), its order extended with which step (`op.f`:
-    its number in the region), which element and which occurrence of it this is."""
+    """An element of a `unique()` (`distinct`; of a keyed stream: its pair) or `keys()`
+    (`distinct_keys`: the key, unkeyed), its order extended with which step (`op.f`) and
+    element (the mark), which occurrence of it this is, and whether the mark is kept across
+    batches (`op.kept`)."""
     if op.kind == "distinct_keys":
         element, out = k, (o, None, k)
     else:
         element, out = ((k, v) if op.keyed else v), (o, k, v)
     mark = pickle.dumps((op.f, element), protocol=5)
-    return ((*o[:5], (mark, tuple(o[:5]))), *out[1:])
+    return ((*o[:5], (mark, tuple(o[:5]), op.kept)), *out[1:])
 
 
-def first_occurrences(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def first_occurrences(rows: list[tuple[Any, ...]], seen: Any = None) -> list[tuple[Any, ...]]:
     """Of a group's rows `(gk, tag, r1..r5, x, d)`, those that are no later occurrence of an
-    element a batch-level `unique()` / `keys()` (`d`: which step, element and occurrence)
-    already passed on. Every occurrence of an element gives the same rows after it (the
+    element a `unique()` / `keys()` (`d`: which step and element, which occurrence, whether
+    kept) already passed on. Every occurrence of an element gives the same rows after it (the
     steps are functions of the element), so each reaches the same groups: keeping the first
-    in each group is keeping it in the batch."""
+    in each group is keeping the first in the batch. A kept step (a stateful one: once ever)
+    also drops the elements an earlier batch passed on to the group, which `seen` (the
+    group's `MapState` of marks) holds, and adds the batch's new ones to it."""
     marks = [None if r[8] is None else pickle.loads(r[8]) for r in rows]
     first: dict[bytes, tuple[Any, ...]] = {}
+    kept: set[bytes] = set()
     for m in marks:
         if m is not None and (m[0] not in first or m[1] < first[m[0]]):
             first[m[0]] = m[1]
-    return [r for r, m in zip(rows, marks) if m is None or first[m[0]] == m[1]]
+        if m is not None and m[2]:
+            kept.add(m[0])
+    old: set[bytes] = set()
+    for mark in kept:  # (one round trip to the state store per distinct element)
+        if seen.containsKey((mark,)):
+            old.add(mark)
+        else:
+            seen.updateValue((mark,), (True,))
+    return [r for r, m in zip(rows, marks) if m is None or (first[m[0]] == m[1] and m[0] not in old)]
 
 
 @dataclass(frozen=True)
@@ -191,13 +207,17 @@ class Processor(StatefulProcessor):
     `Row`s, without a pandas DataFrame each way per key (measured ~2x faster per key than
     `transformWithStateInPandas`, README "Keyed state on the executors")."""
 
-    def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str]) -> None:
+    def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str], kept: bool = False) -> None:
         self.aggs = aggs  # state key -> what its state does
         self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT | SEEN
+        self.kept = kept  # a chain passes through a stateful unique() / keys() (`Chain.kept`)
         self.value: Any = None
+        self.seen: Any = None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.value = handle.getValueState("acc", "acc binary")
+        if self.kept:  # (declared only then: the operator of other regions stays as it was)
+            self.seen = handle.getMapState("seen", "mark binary", "b boolean")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
         state_key, k = pickle.loads(key[0])
@@ -206,7 +226,7 @@ class Processor(StatefulProcessor):
         tags = self.tags
         got = list(rows)  # (gk, tag, r1..r5, x, d), as keyed_state's chained rows
         if any(r[8] is not None for r in got):
-            got = first_occurrences(got)
+            got = first_occurrences(got, self.seen)
         for r in got:
             by_role.setdefault(tags[r[1]], []).append((r[1], r[2:7], r[7]))
         for rs in by_role.values():

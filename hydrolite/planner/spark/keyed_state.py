@@ -11,8 +11,9 @@ version before it):
    definitions the simulator runs); each resulting element becomes a row
    `(gk, tag, _r1.._r5, x, d)`: `gk` the pickled (state key, element key), `tag` its chain,
    `_r*` its arrival order (see `ORDER`), `x` the pickled (key, value), `d` which occurrence
-   of which element it comes from when the chain passes through a batch's `unique()` /
-   `keys()` (the processor keeps the first: `keyed_processor.first_occurrences`), else null;
+   of which element it comes from when the chain passes through a `unique()` / `keys()` (the
+   processor keeps the first: `keyed_processor.first_occurrences`; of a stateful one, the
+   first ever, remembered per group in a `MapState`), else null;
 2. **per key** — rows are grouped by `gk` (a shuffle: each key's rows meet on one executor)
    and `keyed_processor.Processor.handleInputRows` folds the key's new elements, in arrival order, into the
    accumulator held in a `ValueState` (Spark's RocksDB state store), then answers the key's
@@ -93,7 +94,7 @@ _KIND = {
     n.IntoKeyed: "into_keyed",
     n.Entries: "entries",
     n.Values: "values",
-    n.Unique: "distinct",  # (within a tick: `placement._Finder._in_batch`)
+    n.Unique: "distinct",  # (a chain's step: first occurrences, `placement._Finder._of_stream`)
     n.Keys: "distinct_keys",
 }
 UNKNOWN_BATCH = -1  # a worker does not know the batch id; the runtime fills it in (`with_batch`)
@@ -287,6 +288,7 @@ class ExecutorRegion:
     def __init__(self, region: Region, inputs: list[QueryInput], stage: str, keys: dict[int, str]) -> None:
         self.region = region
         self.stage = stage
+        self.keys = keys
         self.by_node = {id(i.node): i for i in inputs}
         self.inputs = [_InputFn(i.src, i.vt, i.kt, i.seq, i.file, i.latest_first, i.gone) for i in inputs]
         self.chains: list[_ChainFn] = []
@@ -393,15 +395,21 @@ class ExecutorRegion:
         return chain_types(ch, inp.vt, inp.kt)
 
     def _ops(self, ch: Chain) -> tuple[Op, ...]:
-        """`ch`'s steps as the workers run them; a batch-level `unique()` / `keys()` carries a
-        number of its own (the same for every chain through it: a merge's sides)."""
+        """`ch`'s steps as the workers run them; a `unique()` / `keys()` names its step: a
+        batch-level one by a number of its own (the same for every chain through it: a merge's
+        sides), a stateful one (`ch.kept`) by its state's stable key, which its marks keep
+        across runs."""
         out = []
         for op in ch.ops:
-            if isinstance(op, (n.Unique, n.Keys)):
-                f: Any = self.distinct.setdefault(id(op), len(self.distinct))
+            distinct = isinstance(op, (n.Unique, n.Keys))
+            if distinct and ch.kept:
+                f: Any = self.keys[id(op)]
+            elif distinct:
+                f = self.distinct.setdefault(id(op), len(self.distinct))
             else:
                 f = getattr(op, "f", None)
-            out.append(Op(_KIND[type(op)], op.children[0].meta.kind.keyed, f, _site(op, self.stage)))
+            keyed = op.children[0].meta.kind.keyed
+            out.append(Op(_KIND[type(op)], keyed, f, _site(op, self.stage), distinct and ch.kept))
         return tuple(out)
 
     def branch(self, raw: DataFrame) -> DataFrame:
@@ -412,7 +420,7 @@ class ExecutorRegion:
         with warnings.catch_warnings():  # (PySpark wraps the processor in a pandas UDF; no pandas runs)
             warnings.filterwarnings("ignore", message=PANDAS_NOTE)
             answers = chained.groupBy("gk").transformWithState(
-                Processor(self.aggs, self.tags), ANSWERS, "Append", "None"
+                Processor(self.aggs, self.tags, any(c.kept for c in self.region.chains)), ANSWERS, "Append", "None"
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in ANSWERS.fields]).alias("_rg"))
 

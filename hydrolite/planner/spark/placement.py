@@ -7,8 +7,9 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 
 * whose input is a *chain*: one of the query's inputs (a source port or a channel) through
   element-wise operators only (`map`, `filter`, `filter_map`, at most one `flat_map`,
-  `into_keyed`, a keyed stream's `entries`/`values`, at most one `unique()` or `keys()`
-  within a tick — each element or key once per batch —, and the identity steps `batch`,
+  `into_keyed`, a keyed stream's `entries`/`values`, at most one `unique()` or `keys()` —
+  each element or key once per batch within a tick, else once ever: each group its elements
+  reach keeps the ones it saw (`Chain.kept`) —, and the identity steps `batch`,
   `assume_ordering`, `weaken_ordering`, `send`, `all_ticks`, `release_aligned`, `aligned_at`), so
   the key of every element is known before any state is read — or a `merge_unordered()` of
   chains (one chain per side, folded into the same state: the fold is commutative); and
@@ -83,6 +84,7 @@ from .placement_why import (
     deferred_rows,
     history_why,
     keeps_key,
+    marks_why,
     not_partitioned,
     read_whole_why,
 )
@@ -107,9 +109,9 @@ _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries,
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
 #: delivered within the micro-batch on Spark, `ops.send`; the others: `projection.IDENTITY`)
 _IDENTITY = (*IDENTITY, n.Send)
-#: a batch's first occurrences (within a tick: `_Finder._in_batch`), which a chain may
-#: contain once: its elements reach the processor with the occurrence they come from, and
-#: it keeps the first of each (`keyed_processor.first_occurrences`)
+#: first occurrences — a batch's (within a tick: `_Finder._in_batch`) or ever's (stateful:
+#: `Chain.kept`) —, which a chain may contain once: its elements reach the processor with the
+#: occurrence they come from, and it keeps the first of each (`keyed_processor.first_occurrences`)
 _DISTINCT = (n.Unique, n.Keys)
 
 
@@ -277,7 +279,8 @@ def place(
                 placements.append(_history_placement(node, side))
             else:
                 placed_joins.append(side)
-                placements.append(Placement(node, True, JOIN_WHY[type(node)] + held_note))
+                why = JOIN_WHY[type(node)] + marks_why((side.left, side.right))
+                placements.append(Placement(node, True, why + held_note))
             continue
         if isinstance(node, OCCURRENCES) and (node.children[0].meta.kind.keyed or not isinstance(node, n.Enumerate)):
             seen = finder.seen_of(node)
@@ -285,7 +288,8 @@ def place(
                 placements.append(Placement(node, False, seen + not_native))
             else:
                 seen_here.append(seen)
-                placements.append(Placement(node, True, f"{SEEN_WHY[type(node)]}{not_native}{held_note}"))
+                marks = marks_why(seen.chains)
+                placements.append(Placement(node, True, f"{SEEN_WHY[type(node)]}{marks}{not_native}{held_note}"))
             continue
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
@@ -297,14 +301,14 @@ def place(
         readers = [f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups]
         if state.published:
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
-        fed = "fed per element"
+        fed, marks = "fed per element", marks_why([*state.chains, *(x.chain for x in its_lookups)])
         if state.joined is not None:  # (then the native path's reason is moot: it reads query inputs)
             fed, not_native = f"folded by join() {where(state.joined.input)} from its new pairs, under its key", ""
         if state.whole:
             per_key = f"; per key by {', '.join(readers)}" if readers else ""
-            why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{not_native}{held_note}"
+            why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{marks}{not_native}{held_note}"
         else:
-            why = f"keyed, {fed} and read only per key (by {', '.join(readers)}){not_native}{held_note}"
+            why = f"keyed, {fed} and read only per key (by {', '.join(readers)}){marks}{not_native}{held_note}"
         placements.append(Placement(node, True, why))
     for ch in stage.channels_in:  # the versions of keyed singletons read from other queries
         if ch.node.meta.kind is not Kind.KEYED_SINGLETON:
@@ -374,11 +378,12 @@ class _Finder:
             if sum(isinstance(x, n.FlatMap) for x in ops) > 1:
                 return "its input passes through more than one flat_map()"
             if sum(isinstance(x, _DISTINCT) for x in ops) > 1:
-                return "its input passes through more than one unique() / keys() of a batch"
+                return "its input passes through more than one unique() / keys()"
             if not inp.meta.kind.streamlike:
                 return f"its input {inp.op}() {where(inp)} is not a stream"
             self.tags += 1
-            out.append(Chain(self.tags - 1, inp, ops))
+            kept = any(isinstance(x, _DISTINCT) and not self._in_batch(x) for x in ops)
+            out.append(Chain(self.tags - 1, inp, ops, kept))
         return out
 
     def _paths(self, end: n.Node, merges: bool) -> list[tuple[n.Node, tuple[n.Node, ...]]] | str:
@@ -397,8 +402,8 @@ class _Finder:
                         return found
                     paths += [(inp, (*before, *reversed(ops))) for inp, before in found]
                 return paths
-            if isinstance(x, _DISTINCT) and self._in_batch(x):
-                pass  # (the batch's first occurrences: the processor keeps them, per group)
+            if isinstance(x, _DISTINCT) and self._of_stream(x):
+                pass  # (first occurrences, of the batch or ever: the processor keeps them, per group)
             elif not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
                 return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
             if not self.stage.member(x):
@@ -418,12 +423,17 @@ class _Finder:
         chains = self.chains(node.children[0])
         return chains if isinstance(chains, str) else ExecutorSeen(node, tuple(chains))
 
-    def _in_batch(self, x: n.Node) -> bool:
-        """Whether `x` is a `unique()` of a stream, or `keys()` of a keyed stream, within a tick
-        of the query (each element, or key, once per batch: no state across batches)."""
+    def _of_stream(self, x: n.Node) -> bool:
+        """Whether `x` is a `unique()` of a stream, or `keys()` of a keyed stream: each element
+        (key) passed on once — within a tick, once per batch (`_in_batch`); otherwise once ever,
+        and a chain through it keeps what it saw with each group it reaches (`Chain.kept`)."""
         kind = x.children[0].meta.kind
-        of_stream = kind is Kind.KEYED_STREAM if isinstance(x, n.Keys) else kind.streamlike
-        return of_stream and not self.stage.roles.stateful(x)
+        return kind is Kind.KEYED_STREAM if isinstance(x, n.Keys) else kind.streamlike
+
+    def _in_batch(self, x: n.Node) -> bool:
+        """Whether `x` is a `unique()` / `keys()` of a stream within a tick of the query (each
+        element, or key, once per batch: no state across batches)."""
+        return self._of_stream(x) and not self.stage.roles.stateful(x)
 
     def join_of(self, node: n.Join | n.CrossProduct) -> ExecutorJoin | str:
         """The executor form of a join of unbounded streams, or why there is none."""

@@ -5,10 +5,12 @@ deferred stream's rows, which maps keep a join's key)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
 from .fn_source import function_ast
+from .region import Chain
 from .stages import where
 
 #: aggregates whose keyed, carried state may live on the executors
@@ -97,3 +99,13 @@ def keeps_key(f: object) -> bool:
         and first.slice.value == 0
         and type(first.slice.value) is int
     )
+
+
+def marks_why(chains: Iterable[Chain]) -> str:
+    """What a state's groups keep for the stateful `unique()` / `keys()` its chains (or its
+    lookups' requests) pass through (`Chain.kept`), as a clause of its reason; "" for none."""
+    steps = {id(x): x for c in chains if c.kept for x in c.ops if isinstance(x, (n.Unique, n.Keys))}
+    if not steps:
+        return ""
+    named = ", ".join(f"{x.op}() {where(x)}" for x in steps.values())
+    return f"; each of its keys keeps the elements {named} passed on to it (Spark's MapState)"

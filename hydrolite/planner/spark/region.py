@@ -19,11 +19,16 @@ from ...ir import nodes as n
 
 @dataclass(frozen=True)
 class Chain:
-    """One query input's elements through element-wise operators (in order, input first)."""
+    """One query input's elements through element-wise operators (in order, input first).
+
+    At most one step is a `unique()` / `keys()`: within a tick, each element once per batch;
+    with `kept` (a stateful one), once ever — every group its elements reach keeps the ones it
+    saw (`keyed_processor.first_occurrences`), so the chain needs no state of its own."""
 
     tag: int
     input: n.Node
     ops: tuple[n.Node, ...]
+    kept: bool = False
 
     @property
     def end(self) -> n.Node:
