@@ -6,7 +6,10 @@ cannot count them: then the executor region's processor (`region.ExecutorSeen`, 
 state store per element or key, `keyed_state="executors"`) vs the driver's store.
 
 One program — `source("xs", int).unique().sink("new")`, or with `--op enumerate`
-`keyed_source("xs", int, int).enumerate().entries().sink("new")` — reads the same Parquet
+`keyed_source("xs", int, int).enumerate().entries().sink("new")`, or with `--op
+distinct-per-key` the number of distinct values of every key each batch touched
+(`ks.unique().count()`, asked by the batch's `keys()`: the count's state keeps the values each
+key saw, `region.Chain.kept`, executors vs driver) — reads the same Parquet
 files (`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once
 with `keyed_state="auto"` (native) and once with `keyed_state="driver"`. Each batch repeats
 elements (keys) of its own and of earlier batches. Every output is checked: each distinct
@@ -17,6 +20,7 @@ carries its index within its key over all batches.
     python benchmarks/bench_unique.py --rows 1000000 --elements 3000000 --repeat 1
     python benchmarks/bench_unique.py --op enumerate         # the same rows as keys, each value its row number
     python benchmarks/bench_unique.py --through-python [--op enumerate]   # executor region vs driver
+    python benchmarks/bench_unique.py --op distinct-per-key    # executor region vs driver
     python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
 
 Prints, per path, the median time of the `availableNow` query, input rows/s, the driver
@@ -54,6 +58,12 @@ def build(op: str, python: bool = False) -> Any:
     if op == "enumerate":
         ks = reader.keyed_source("xs", int, int)
         (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
+    elif op == "distinct-per-key":
+        ks, tick = reader.keyed_source("xs", int, int), reader.tick()
+        nd = hl.nondet("bench: each micro-batch asks for the keys it touched")
+        counts = ks.unique().count().snapshot(tick, nd)
+        asked = ks.batch(tick, nd).keys().map(lambda k: (k, 0)).into_keyed()
+        asked.lookup_keyed_singleton(counts).entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("new")
     else:
         xs = reader.source("xs", int)
         (xs.map(abs) if python else xs).unique().sink("new")
@@ -64,16 +74,24 @@ def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "uniq
     """Batch b's elements: a scattered walk over `elements` values (repeats within and across
     batches). Returns element -> the batch of its first occurrence; with `op` enumerate the
     walk gives the keys, each row's value is its row number, and the result is row number ->
-    the row's index within its key."""
+    the row's index within its key; with `distinct-per-key` each row's value is its row number
+    modulo 5, and the result is (batch, key) -> the key's distinct values after that batch."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     os.makedirs(d)
-    want: dict[int, int] = {}
+    want: dict[Any, int] = {}
     seen: dict[int, int] = {}
+    pairs: dict[int, set[int]] = {}
     for b in range(batches):
         xs = [(b * rows + i) * 7919 % elements for i in range(rows)]
-        if op == "enumerate":
+        if op == "distinct-per-key":
+            vs = [(b * rows + i) % 5 for i in range(rows)]
+            for x, v in zip(xs, vs):
+                pairs.setdefault(x, set()).add(v)
+            want.update({(b, x): len(pairs[x]) for x in set(xs)})
+            table = pa.table({"key": xs, "value": vs})
+        elif op == "enumerate":
             for i, x in enumerate(xs):
                 want[b * rows + i] = seen.get(x, 0)
                 seen[x] = seen.get(x, 0) + 1
@@ -101,7 +119,8 @@ def run(
         outputs={"new": f"parquet:{out}/new"},
         keyed_state=keyed_state,
     )
-    (placed,) = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+    placements = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+    placed = placements[-1]  # (distinct-per-key: the count, after the unique() it folds)
     reset_peak(os.getpid())
     before = status(os.getpid(), "VmHWM")
     t0 = time.perf_counter()
@@ -110,7 +129,11 @@ def run(
     elapsed = time.perf_counter() - t0
     grew = max(0, status(os.getpid(), "VmHWM") - before)  # the kernel updates the peak lazily: a few KB below is 0
     runner.stop()
-    if op == "enumerate":  # (key, (index, row number)) rows
+    if op == "distinct-per-key":  # (key, count) rows, one per key a batch touched
+        rows = spark.read.parquet(f"{out}/new").select(F.col("batch_id"), F.col("_1"), F.col("_2")).collect()
+        written = [((b, k), c) for b, k, c in rows]
+        assert len(written) == len(first), f"{len(written)} answers written, {len(first)} (batch, key) asked"
+    elif op == "enumerate":  # (key, (index, row number)) rows
         written = spark.read.parquet(f"{out}/new").select(F.col("_2._2"), F.col("_2._1")).collect()
         assert len(written) == len(first), f"{len(written)} rows written, {len(first)} sent"
     else:
@@ -128,7 +151,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=250_000, help="rows per batch")
     ap.add_argument("--elements", type=int, default=600_000, help="distinct values the rows are drawn from")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--op", choices=("unique", "enumerate"), default="unique")
+    ap.add_argument("--op", choices=("unique", "enumerate", "distinct-per-key"), default="unique")
     ap.add_argument("--through-python", action="store_true", help="elements through a Python function first")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--hydrolite-src", default=ROOT)
@@ -144,7 +167,7 @@ def main() -> None:
         total = args.batches * args.rows
         warm = os.path.join(base, "warm")
         warm_first = write_inputs(warm, 2, 1000, 1500, args.op)
-        first_mode = "executors" if args.through_python else "auto"
+        first_mode = "executors" if args.through_python or args.op == "distinct-per-key" else "auto"
         modes = (first_mode, "driver")
         for ks in modes:
             run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op, args.through_python)
@@ -157,7 +180,7 @@ def main() -> None:
                 grew[ks].append(g)
                 print(f"round {i}: {ks:9} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
-        what = "rows (keys drawn from" if args.op == "enumerate" else "distinct elements (drawn from"
+        what = {"unique": "distinct elements", "enumerate": "rows"}.get(args.op, "answers") + " (keys drawn from"
         through = ", through a Python function" if args.through_python else ""
         print(
             f"{args.op}{through}: {total:,} rows, {len(first):,} {what} {args.elements:,}), {args.batches} batches, "
@@ -166,7 +189,7 @@ def main() -> None:
         for k, t in med.items():
             mb = statistics.median(grew[k]) / 1024
             print(f"{k:9}: median {t:7.1f} s, {total / t:9,.0f} rows/s, driver peak RSS +{mb:,.0f} MB")
-        label = "executors" if args.through_python else "native"
+        label = "native" if first_mode == "auto" else "executors"
         print(f"{label} / driver: {med['driver'] / med[first_mode]:.2f}x the rows/s ({args.repeat} rounds)")
     finally:
         shutil.rmtree(base, ignore_errors=True)
