@@ -23,6 +23,7 @@ import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import feeds, json_batches, run_once
 
@@ -39,14 +40,15 @@ class P:
     """Tag of the process."""
 
 
-def _program() -> hl.Flow:
+def _program(read_pairs: bool = False) -> hl.Flow:
     flow = hl.FlowBuilder("kept_distinct")
     p = flow.process(P)
     t = p.tick()
     al = p.local_align_point()
     xs = p.source("xs", int)
     ks = p.keyed_source("ks", str, int)
-    distinct = ks.unique().count()  # distinct values per key
+    pairs = ks.unique()
+    distinct = pairs.count()  # distinct values per key
     sums = xs.unique().map(lambda x: (x % 3, x)).into_keyed().fold(0, lambda a, x: a * 2 + x)  # (ordered)
     sums.snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
     firsts = ks.keys().batch_aligned(t, al, ND).map(lambda k: (k, 0)).into_keyed()  # a key's first batch
@@ -54,6 +56,8 @@ def _program() -> hl.Flow:
     xs.unique().map(lambda x: x // 2).unique().sink("halves")
     xs.release_aligned(al).sink("ack_x")
     ks.release_aligned(al).sink("ack_k")
+    if read_pairs:  # (a later version reading the distinct pairs themselves)
+        pairs.entries().sink("pairs")
     return flow.finalize()
 
 
@@ -107,14 +111,22 @@ def test_states_fed_through_a_stateful_distinct_step_stay_per_key_on_the_executo
 ) -> None:
     runner, got = _run(spark, tmp_path / "executors", "executors")
     placed = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
-    kept = [p for p in placed if "Spark's MapState" in p.why]
+    kept = [p for p in placed if "Spark's MapState" in p.why and not p.absorbed]
     assert sorted(p.node.op for p in kept) == ["count", "fold", "unique"], [p.describe() for p in placed]
-    assert all(p.executors for p in placed) and not any(p.native for p in kept), [p.describe() for p in placed]
+    # the distinct steps only those chains read keep no state of their own (kept_steps.py)
+    absorbed = sorted(p.node.op for p in placed if p.absorbed)
+    assert absorbed == ["keys", "unique", "unique", "unique"], [p.describe() for p in placed]
+    assert all(p.executors and not p.native for p in placed), [p.describe() for p in placed]
     assert got == _expected(XS, KS)
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
     _, on_driver = _run(spark, tmp_path / "driver", "driver")
     assert on_driver == got
+    # a later version reading the absorbed unique() itself would need the state it never kept
+    with pytest.raises(PlanChangedError) as err:
+        FlowRunner(_program(read_pairs=True), spark=spark, checkpoint=str(tmp_path / "executors" / "ck"), inputs={})
+    text = str(err.value)
+    assert "lives only with the states it feeds (none of its own)" in text and "--reset-state unique@" in text, text
 
 
 def test_a_crash_inside_a_batch_neither_repeats_nor_forgets_a_distinct_element(

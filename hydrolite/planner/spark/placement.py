@@ -70,6 +70,7 @@ from ...ir.meta import Kind
 from .channel_versions import published_by, read_whole
 from .held import may_wait_for
 from .kept_homes import KEEPABLE, kept_why, recorded_homes
+from .kept_steps import ABSORBED_WHY, absorbed
 from .keyed_option import resolve_keyed_state, resolve_native
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
@@ -125,6 +126,7 @@ class Placement:
     native: bool = False  # kept by Spark's native streaming aggregation (`native_state.py`)
     rows: bool = False  # a previous batch's rows, as Parquet the executors write (`ops_state.defer_tick`)
     table: str | None = None  # the version of a keyed singleton read through this channel
+    absorbed: bool = False  # no state of its own: its readers' groups keep what it saw (kept_steps.py)
 
     def describe(self) -> str:
         home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
@@ -132,6 +134,8 @@ class Placement:
             home = "executors (Spark's streaming aggregation, RocksDB)"
         elif self.rows:
             home = "executors (Parquet files under the query's checkpoint)"
+        elif self.absorbed:
+            home = "executors (the Spark state of the states it feeds)"
         what = f"{self.node.op}() {where(self.node)}"
         if self.table is not None:
             what = f"the version of {what} read through channel {self.table}"
@@ -328,8 +332,20 @@ def place(
         lookups.extend(its_lookups)
         by = ", ".join(f"lookup_keyed_singleton() {where(x.node)}" for x in its_lookups)
         placements.append(Placement(ch.node, True, TABLE_WHY.format(readers=by), table=ch.name))
+    chainlike = (*_IDENTITY, *_ELEMENTWISE, n.MergeUnordered)
+    gone = absorbed(stage.stateful, finder.users, states, lookups, placed_joins, seen_here, chainlike)
+    if gone:  # (their readers' groups keep what they saw: kept_steps.py)
+        natives = [x for x in natives if id(x.node) not in gone]
+        seen_here = [x for x in seen_here if id(x.node) not in gone]
+        placements = [
+            Placement(p.node, True, ABSORBED_WHY, absorbed=True) if id(p.node) in gone else p for p in placements
+        ]
     parts = (tuple(states), tuple(lookups), tuple(placed_joins), tuple(seen_here))
-    region = Region(*parts) if states or placed_joins or seen_here else None
+    region = (
+        Region(*parts, absorbed=tuple(p.node for p in placements if p.absorbed))
+        if states or placed_joins or seen_here
+        else None
+    )
     return StagePlacement(region, tuple(placements), tuple(natives))
 
 

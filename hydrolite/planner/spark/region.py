@@ -101,6 +101,8 @@ class Region:
     lookups: tuple[ExecutorLookup, ...]
     joins: tuple[ExecutorJoin, ...] = ()
     seen: tuple[ExecutorSeen, ...] = ()
+    #: stateful `unique()` / `keys()` whose readers' groups keep what they saw (`kept_steps.py`)
+    absorbed: tuple[n.Node, ...] = ()
 
     @property
     def chains(self) -> list[Chain]:
@@ -109,9 +111,10 @@ class Region:
         return [c for x in self.states for c in x.chains] + [x.chain for x in self.lookups] + sides + seen
 
     def skipped(self) -> set[int]:
-        """Nodes the driver no longer evaluates: the states and the snapshots between them
-        and their lookups (the lookups' results arrive as rows of the batch)."""
-        out = {id(s.node) for s in self.states}
+        """Nodes the driver no longer evaluates: the states, the absorbed steps and the
+        snapshots between the states and their lookups (the lookups' results arrive as rows
+        of the batch)."""
+        out = {id(s.node) for s in self.states} | {id(x) for x in self.absorbed}
         whole = {s.slot for s in self.states if s.whole}
         for lk in self.lookups:
             if lk.slot in whole:  # (its snapshots may be read whole too: the tick evaluates them)

@@ -312,7 +312,8 @@ def cache_batch(df: DataFrame, both_stores: bool) -> DataFrame:
     them through a `coalesce()`: a task that computes an aggregation's partition and then the
     `transformWithState`'s reuses the aggregation's read store for the other operator
     (Spark 4's per-thread `StateStoreThreadLocalTracker` is cleared only when the task ends)
-    and fails ("Can only upgrade readStore to writeStore with the same stateStoreId")."""
+    and fails ("Can only upgrade readStore to writeStore with the same stateStoreId";
+    `tests/spark/test_cache_batch.py`)."""
     df = df.persist(StorageLevel.MEMORY_AND_DISK)
     if both_stores:
         df.count()

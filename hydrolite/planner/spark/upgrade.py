@@ -78,10 +78,11 @@ def state_type(node: n.Node) -> str:
 def home_of(stage: Stage, node: n.Node) -> str:
     """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
     "executors" (the transformWithState operator), "history" (a join's sides as Parquet,
-    `history.py`) or "driver"."""
+    `history.py`), "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
+    or "driver"."""
     p = stage.placement.of(node) if stage.placement is not None else None
-    if p is not None and p.native:
-        return "native"
+    if p is not None and (p.native or p.absorbed):
+        return "native" if p.native else "chains"
     if p is not None and p.rows and isinstance(node, (n.Join, n.CrossProduct)):
         return "history"
     return "executors" if p is not None and p.executors else "driver"
@@ -89,6 +90,7 @@ def home_of(stage: Stage, node: n.Node) -> str:
 
 def _at(home: str) -> str:
     where = {"native": "in a native streaming aggregation", "history": "as Parquet history under the checkpoint"}
+    where["chains"] = "only with the states it feeds (none of its own)"
     return where.get(home, f"on the {home}")
 
 
@@ -470,14 +472,16 @@ def _compare_query(
             )
             recon.fixes.append(f"pass --reset-state {ns.ident.display} to start it empty, or keep its type")
             continue
-        if s.home != home_of(stage, ns.node):
+        if s.home != home_of(stage, ns.node) != "chains":  # (a state no reader needs may go)
             recon.refusals.append(
                 f"{ns.ident.display}: its state lives {_at(s.home)} in this checkpoint, and this run would keep it "
                 f"{_at(home_of(stage, ns.node))} (key {s.key}): it would start empty there"
             )
-            recon.fixes.append(
+            recon.fixes.append(  # ("chains": it has none to keep; reset, it would pass its elements on again)
                 f"resume with --keyed-state {_keyed_state_for(s.home)} (or the default auto, which keeps a resumed "
                 "state where its checkpoint has it: kept_homes.py), or start a new --checkpoint"
+                if s.home != "chains"
+                else f"start a new --checkpoint, or pass --reset-state {ns.ident.display} (it starts empty)"
             )
             continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
