@@ -73,7 +73,7 @@ def test_a_fold_that_keeps_the_join_key_is_folded_by_the_join(fold: Callable[[An
         ),
         (
             lambda j: j.into_keyed().assume_ordering(nondet("any order")).fold(0, lambda a, x: a * 2 + x[0]),
-            "has no order: only a commutative fold or reduce, or a count",
+            "has no order: only a commutative fold or reduce, a count, unique() or keys()",
         ),
     ],
     ids=["re-keying-map", "entries-then-keyed", "order-sensitive-fold"],
@@ -100,3 +100,27 @@ def test_keeps_key_reads_the_one_expression_of_the_function() -> None:
     assert not keeps_key(lambda kv: (kv[True], kv[1]))  # kv[True] is kv[1]: not the key
     assert not keeps_key(lambda kv: (kv[0.0], kv[1]))  # (a float index: not read)
     assert not keeps_key(max)  # no source
+
+
+def test_a_unique_of_the_pairs_is_kept_by_the_join_only_while_its_elements_keep_the_key() -> None:
+    """An element that may come from two join keys would be new to each key's group: such a
+    `unique()` is not kept by the join (`ExecutorSeen.joined`), and says why."""
+    flow = hl.FlowBuilder("seen")
+    p = flow.process(P)
+    pairs = p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, str]))
+    pairs.unique().sink("kept")
+    pairs.into_keyed().keys().sink("keys")
+    pairs.map(lambda kv: kv[1]).unique().sink("rekeyed")
+    plan = plan_flow(flow.finalize())
+    place_all(plan, "executors", "local[2]")
+    (stage,) = plan.stages
+    assert stage.placement is not None and stage.placement.region is not None
+    placed = {(x.node.op, x.node.site.line): x for x in stage.placement.placements if x.node.op in ("unique", "keys")}
+    kept, keys, rekeyed = (placed[k] for k in sorted(placed, key=lambda k: k[1]))
+    for x in (kept, keys):
+        assert x.executors and "kept by join()" in x.why, x.why
+    assert not rekeyed.executors and "may change the join's key" in rekeyed.why, rekeyed.why
+    assert sorted(type(s.node).__name__ for s in stage.placement.region.seen if s.joined is not None) == [
+        "Keys",
+        "Unique",
+    ]

@@ -253,7 +253,7 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
     """A key-value store: a keyed aggregate of `src` read per key, at the align point, by the
     requests of another input batched into t1 — the shape whose state Spark keeps on the
     executors (placement.py); a second reader or a whole read keeps it on the driver."""
-    from .progen_more import asked_through, seen_sink, store_feed  # (it imports this module's pool)
+    from .progen_more import JOIN_SEEN, asked_through, seen_sink, store_feed  # (it imports this module's pool)
 
     agg = d.choice(STORE_AGGREGATES)
     fed = store_feed(d, src, agg) if per_key else f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
@@ -278,11 +278,11 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
         how = f"{snap.name}.get_many_if_present({req}).entries().map(lambda t: (t[0], t[1][0], t[1][1]))"
     out = prog.new(how, "stream", "t1", ordered=False, elem="tuple")
     prog.sinks.append(f'{out.name}.all_ticks().sink("lookups")')
-    if per_key and d.bool():  # a join of two unbounded streams: its history, too, per key on the executors
+    if per_key and d.bool():  # a join of unbounded streams, its history (and what it saw) per key on the executors
         other = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int")
         assert other is not None
-        left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
-        prog.sinks.append(f'{src.name}.map({left}).join({other.name}.map({right})).sink("joined")')
+        left, right, seen = d.choice(TO_PAIR), d.choice(TO_PAIR), d.choice(JOIN_SEEN)
+        prog.sinks.append(f'{src.name}.map({left}).join({other.name}.map({right})){seen}.sink("joined")')
     if per_key and d.int(0, 2) == 0:  # what a stream saw, per key on the executors (`region.ExecutorSeen`)
         seen_sink(prog, d, src)
 

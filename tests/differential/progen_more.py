@@ -23,6 +23,9 @@ from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED
 
 #: the operator numbers `progen._one_op` hands to `extra_op`
 EXTRA_OPS = range(18, 23)
+#: after a store's join of unbounded streams: what the join's processor keeps it saw
+#: (`region.ExecutorSeen.joined`), or nothing
+JOIN_SEEN = ["", "", ".unique()", ".into_keyed().keys()"]
 
 
 def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:

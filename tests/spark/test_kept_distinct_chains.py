@@ -144,3 +144,68 @@ def test_a_crash_inside_a_batch_neither_repeats_nor_forgets_a_distinct_element(
     assert got == want
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
+
+
+JXS = [[3, 4, 3], [5, 9], [], [10, 4]]
+JYS = [[6, 1], [4, 9, 2], [7], [13]]
+JOINED = ("distinct_pairs", "join_keys", "keyed_pairs")
+
+
+def _joined_program() -> hl.Flow:
+    flow = hl.FlowBuilder("joined_distinct")
+    p = flow.process(P)
+    xs, ys = p.source("xs", int), p.source("ys", int)
+    pairs = xs.map(lambda x: (x % 3, x % 2)).join(ys.map(lambda y: (y % 3, y % 4)))  # (repeated pairs)
+    pairs.unique().sink("distinct_pairs")
+    pairs.into_keyed().keys().sink("join_keys")
+    pairs.into_keyed().unique().entries().sink("keyed_pairs")
+    return flow.finalize()
+
+
+def _joined_expected() -> dict[str, dict[int, list[Any]]]:
+    """Per batch, the join's new pairs (each new element meets the other side so far) that
+    were never seen before, as pairs (twice: unkeyed and keyed) and as their join keys."""
+    left: list[tuple[int, int]] = []
+    right: list[tuple[int, int]] = []
+    seen: set[Any] = set()
+    want: dict[str, dict[int, list[Any]]] = {p: {} for p in JOINED}
+    for b, (xb, yb) in enumerate(zip(JXS, JYS, strict=True)):
+        new_l, new_r = [(x % 3, x % 2) for x in xb], [(y % 3, y % 4) for y in yb]
+        pairs = [(k, (a, c)) for k, a in new_l for k2, c in right + new_r if k == k2]
+        pairs += [(k, (a, c)) for k, a in left for k2, c in new_r if k == k2]
+        left, right = left + new_l, right + new_r
+        keys_before = {k for k, _ in seen}
+        fresh = sorted(set(pairs) - seen)
+        seen |= set(pairs)
+        if fresh:
+            want["distinct_pairs"][b] = want["keyed_pairs"][b] = fresh
+        if keys := sorted({k for k, _ in fresh} - keys_before):
+            want["join_keys"][b] = keys
+    return want
+
+
+def test_what_a_joins_pairs_saw_is_kept_by_the_join_per_key(spark: SparkSession, tmp_path: Path) -> None:
+    """`unique()` / `keys()` of the pairs of a join kept per key (`ExecutorSeen.joined`): the
+    join's processor keeps, per join key, the elements it passed on; the same answers as
+    Python, the driver path and the simulator's replay."""
+    got = {}
+    for keyed_state in ("executors", "driver"):
+        d = tmp_path / keyed_state
+        runner = FlowRunner(
+            _joined_program(),
+            spark=spark,
+            checkpoint=str(d / "ck"),
+            inputs=feeds(d, {"xs": (int, None, JXS), "ys": (int, None, JYS)}),
+            outputs={p: f"json:{d / p}_out" for p in JOINED},
+            keyed_state=keyed_state,
+        )
+        run_once(runner)
+        got[keyed_state] = {p: {b: sorted(v) for b, v in json_batches(d / f"{p}_out").items() if v} for p in JOINED}
+        if keyed_state == "executors":
+            placed = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+            seen = [p for p in placed if p.node.op in ("unique", "keys")]
+            assert len(seen) == 3 and all(p.executors and "kept by join()" in p.why for p in seen), placed
+            report = verify_runner(runner)
+            assert report.identical and report.outputs > 0, str(report)
+    assert got["executors"] == _joined_expected()
+    assert got["driver"] == got["executors"]

@@ -172,6 +172,20 @@ class JoinedFold:
 
 
 @dataclass(frozen=True)
+class JoinedSeen:
+    """A `unique()` / `keys()` of a join's output, kept in the join's processor: the join's
+    new pairs of a key, as elements `(k, (a, b))`, go through `steps` (each keeps the key, so
+    no element comes from two join keys) and the ones the key never passed on leave as rows
+    tagged `out`, remembered in the group's `MapState` under `key` (its stable state key)."""
+
+    key: str
+    out: int
+    kind: str  # unique | keys
+    keyed: bool  # unique() of a keyed stream: the element is its (key, value) pair
+    steps: tuple[Op, ...]
+
+
+@dataclass(frozen=True)
 class JoinFn:
     """A join of unbounded streams: both sides' elements so far, per key."""
 
@@ -179,6 +193,7 @@ class JoinFn:
     cross: bool = False  # a cross product: one key (None), pairs (a, b) without it
     folds: tuple[JoinedFold, ...] = ()
     asks: dict[int, str] = field(default_factory=dict)  # lookup tag -> the state key of the fold it reads
+    seen: tuple[JoinedSeen, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -292,7 +307,30 @@ class Processor(StatefulProcessor):
             self.value.update((pickle.dumps(value, protocol=5),))
             for pair in pairs:  # (a join's output has no order)
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
+            for js in fn.seen:
+                self._joined_seen(js, k, pairs, out)
         _answer_lookups(by_role, k, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+
+    def _joined_seen(self, js: JoinedSeen, k: Any, pairs: list[Any], out: list[Any]) -> None:
+        items: list[Item] = [(NO_ORDER, None, (k, p)) for p in pairs]
+        for op in js.steps:  # (they keep the key: `placement._Finder.joined`)
+            items = run_op(op, items)
+        fresh: set[bytes] = set()
+        for _, key, v in items:
+            element = key if js.kind == "keys" else (key, v) if js.keyed else v
+            mark = pickle.dumps((js.key, element), protocol=5)
+            if mark in fresh or self.seen.containsKey((mark,)):
+                continue
+            fresh.add(mark)
+            self.seen.updateValue((mark,), (True,))
+            out.append(
+                answer(
+                    js.out,
+                    NO_ORDER,
+                    key if js.keyed and js.kind == "unique" else None,
+                    element if js.kind == "keys" else v,
+                )
+            )
 
     def _seen(self, fn: SeenFn, k: Any, rows: list[Row], out: list[Any]) -> None:
         """The key's new elements: for `enumerate`, each with its index (continuing from the

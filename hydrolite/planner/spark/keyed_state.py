@@ -37,7 +37,7 @@ from __future__ import annotations
 import pickle
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -64,6 +64,7 @@ from .keyed_processor import (
     AggFn,
     Item,
     JoinedFold,
+    JoinedSeen,
     JoinFn,
     Op,
     Processor,
@@ -348,11 +349,22 @@ class ExecutorRegion:
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
+        seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in join_key.values()}
+        for s in region.seen:
+            if s.joined is None:
+                self._seen(s, keys[id(s.node)])
+                continue
+            vt, kt = chain_types(s.joined, join_out[id(s.joined.input)], None)
+            kind, keyed = "keys" if isinstance(s.node, n.Keys) else "unique", s.node.children[0].meta.kind.keyed
+            js = JoinedSeen(keys[id(s.node)], s.joined.tag, kind, keyed, self._ops(s.joined))
+            seen_by[join_key[id(s.joined.input)]].append(js)
+            self.answers[id(s.node)] = (
+                (js.out, None, kt or OPAQUE) if kind == "keys" else (js.out, kt if keyed else None, vt)
+            )
         for j in region.joins:
             key = join_key[id(j.node)]
-            self.aggs[key] = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
-        for s in region.seen:
-            self._seen(s, keys[id(s.node)])
+            fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
+            self.aggs[key] = replace(fn, seen=tuple(seen_by[key]))
 
     def _seen(self, s: ExecutorSeen, key: str) -> None:
         """`unique()` / `keys()` / keyed `enumerate()` per key: its chains' elements grouped by
@@ -412,6 +424,12 @@ class ExecutorRegion:
             out.append(Op(_KIND[type(op)], keyed, f, _site(op, self.stage), distinct and ch.kept))
         return tuple(out)
 
+    @property
+    def marks(self) -> bool:
+        """Whether the processor keeps marks of what groups saw (a `MapState`): a chain passes
+        through a stateful `unique()` / `keys()`, or a join keeps what its pairs saw."""
+        return any(c.kept for c in self.region.chains) or any(s.joined for s in self.region.seen)
+
     def branch(self, raw: DataFrame) -> DataFrame:
         """The region's part of the streaming plan: its answers as rows `(_src=-1, _rg)`."""
         srcs = sorted({c.src for c in self.chains})
@@ -420,7 +438,7 @@ class ExecutorRegion:
         with warnings.catch_warnings():  # (PySpark wraps the processor in a pandas UDF; no pandas runs)
             warnings.filterwarnings("ignore", message=PANDAS_NOTE)
             answers = chained.groupBy("gk").transformWithState(
-                Processor(self.aggs, self.tags, any(c.kept for c in self.region.chains)), ANSWERS, "Append", "None"
+                Processor(self.aggs, self.tags, self.marks), ANSWERS, "Append", "None"
             )
         return answers.select(F.lit(-1).alias("_src"), F.struct(*[F.col(f.name) for f in ANSWERS.fields]).alias("_rg"))
 

@@ -288,11 +288,15 @@ def place(
             continue
         if isinstance(node, OCCURRENCES) and (node.children[0].meta.kind.keyed or not isinstance(node, n.Enumerate)):
             seen = finder.seen_of(node)
+            by_join = finder.joined(node) if isinstance(seen, str) and isinstance(node, _DISTINCT) else None
+            seen = seen if by_join is None else by_join if isinstance(by_join, str) else ExecutorSeen(node, (), by_join)
             if isinstance(seen, str):
                 placements.append(Placement(node, False, seen + not_native))
             else:
                 seen_here.append(seen)
                 marks = marks_why(seen.chains)
+                if seen.joined is not None:
+                    marks = f"; kept by join() {where(seen.joined.input)}: the elements of each join key it passed on"
                 placements.append(Placement(node, True, f"{SEEN_WHY[type(node)]}{marks}{not_native}{held_note}"))
             continue
         found = finder.region_of(node, len(states))
@@ -576,8 +580,8 @@ class _Finder:
             return None
         steps.reverse()
         at = f"the output of join() {where(join)}"
-        if not (isinstance(node, n.Count) or (isinstance(node, (n.Fold, n.Reduce)) and node.commutative)):
-            return f"{at} has no order: only a commutative fold or reduce, or a count, is folded by the join itself"
+        if not (isinstance(node, (n.Count, *_DISTINCT)) or (isinstance(node, (n.Fold, n.Reduce)) and node.commutative)):
+            return f"{at} has no order: only a commutative fold or reduce, a count, unique() or keys() is kept by it"
         keyed = False
         for op in steps:
             if isinstance(op, n.IntoKeyed) and not keyed:

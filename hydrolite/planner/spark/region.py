@@ -91,6 +91,10 @@ class ExecutorSeen:
     node: n.Unique | n.Keys | n.Enumerate
     #: what feeds it: one chain, or one per side of a `merge_unordered()` of chains
     chains: tuple[Chain, ...]
+    #: a `unique()` / `keys()` of the pairs of a join kept per key on the executors, through
+    #: steps keeping the join's key (`_Finder.joined`): the join's processor keeps, per join
+    #: key, the elements it passed on (`keyed_processor.JoinedSeen`); `chains` is then empty
+    joined: Chain | None = None
 
 
 @dataclass(frozen=True)
