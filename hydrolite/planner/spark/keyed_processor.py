@@ -7,9 +7,10 @@ both step 1 (the chains) and those folds run.
 
 One `ValueState` per grouping key (state key, element key): a grouping key belongs to exactly
 one state, so states can come and go between runs without changing Spark's operator. A region
-whose chains pass through a stateful `unique()` / `keys()` (`region.Chain.kept`) also declares
-a `MapState` of the marks of the elements each group saw through it (`first_occurrences`);
-Spark resumes a checkpoint written with or without it (checked on PySpark 4.3).
+whose chains pass through a stateful `unique()` / `keys()` (`region.Chain.kept`), or whose
+join keeps what its pairs saw (`JoinedSeen`), also declares a `MapState` of the marks of the
+elements each group saw (`first_occurrences`); Spark resumes a checkpoint written with or
+without it (checked on PySpark 4.3).
 
 A join keeps `(lefts, rights)` per key; with folds kept next to it, `(lefts, rights, accs)`,
 `accs` mapping each fold's state key to `(has, acc)`. The two-tuple reads as "no folds yet",
@@ -225,7 +226,7 @@ class Processor(StatefulProcessor):
     def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str], kept: bool = False) -> None:
         self.aggs = aggs  # state key -> what its state does
         self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT | SEEN
-        self.kept = kept  # a chain passes through a stateful unique() / keys() (`Chain.kept`)
+        self.kept = kept  # groups keep marks of what they saw (`keyed_state.ExecutorRegion.marks`)
         self.value: Any = None
         self.seen: Any = None
 
@@ -312,6 +313,7 @@ class Processor(StatefulProcessor):
         _answer_lookups(by_role, k, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
 
     def _joined_seen(self, js: JoinedSeen, k: Any, pairs: list[Any], out: list[Any]) -> None:
+        """The elements of join key `k`'s new `pairs` (through `js.steps`) it never passed on."""
         items: list[Item] = [(NO_ORDER, None, (k, p)) for p in pairs]
         for op in js.steps:  # (they keep the key: `placement._Finder.joined`)
             items = run_op(op, items)
