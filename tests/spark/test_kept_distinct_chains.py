@@ -62,15 +62,21 @@ def _program(read_pairs: bool = False) -> hl.Flow:
 
 
 def _run(
-    spark: SparkSession, d: Path, keyed_state: str, fault: Any = None, more: bool = False
+    spark: SparkSession,
+    d: Path,
+    keyed_state: str,
+    fault: Any = None,
+    steps: dict[str, Any] | None = None,
+    read_pairs: bool = False,
 ) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
-    steps = MORE if more else {"xs": XS, "ks": KS}
+    """Run on the feeds under `d`, first appended `steps` (default: XS and KS)."""
+    steps = steps or {"xs": XS, "ks": KS}
     runner = FlowRunner(
-        _program(),
+        _program(read_pairs),
         spark=spark,
         checkpoint=str(d / "ck"),
         inputs=feeds(d, {"xs": (int, None, steps["xs"]), "ks": (int, str, steps["ks"])}),
-        outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack_x", "ack_k")},
+        outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack_x", "ack_k", *(["pairs"] if read_pairs else []))},
         keyed_state=keyed_state,
         fault=fault,
     )
@@ -129,6 +135,29 @@ def test_states_fed_through_a_stateful_distinct_step_stay_per_key_on_the_executo
     assert "lives only with the states it feeds (none of its own)" in text and "--reset-state unique@" in text, text
 
 
+def test_a_distinct_step_whose_checkpoint_holds_its_own_state_keeps_it_on_resume(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A version that also read `ks.unique()` itself (Spark's own count of the pairs), resumed
+    by one where only the count's chain reads it. Spark cannot drop that aggregation from a
+    query with committed batches: under `auto` the checkpoint's count stays (not absorbed,
+    `kept_homes.py`) and the answers go on; `--keyed-state executors` would absorb it and is
+    refused before anything runs, saying why."""
+    first, _ = _run(spark, tmp_path, "executors", steps={"xs": XS[:2], "ks": KS[:2]}, read_pairs=True)
+    (own,) = [p for p in _placed(first) if p.node.op == "unique" and p.node.meta.kind.keyed]  # (ks.unique())
+    assert own.native and not own.absorbed, own.describe()
+    with pytest.raises(PlanChangedError, match="native streaming aggregations would change"):
+        FlowRunner(_program(), spark=spark, checkpoint=str(tmp_path / "ck"), inputs={}, keyed_state="executors")
+    runner, got = _run(spark, tmp_path, "auto", steps={"xs": XS[2:], "ks": KS[2:]})
+    (now,) = [p for p in _placed(runner) if p.node.op == "unique" and p.node.meta.kind.keyed]
+    assert now.native and not now.absorbed, now.describe()
+    assert got == _expected(XS, KS)
+
+
+def _placed(runner: FlowRunner) -> list[Any]:
+    return [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+
+
 def test_a_crash_inside_a_batch_neither_repeats_nor_forgets_a_distinct_element(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -139,7 +168,7 @@ def test_a_crash_inside_a_batch_neither_repeats_nor_forgets_a_distinct_element(
     with pytest.raises(Exception, match="crash at"):
         _run(spark, tmp_path, "executors", fault=fault)
     assert fault.fired == [1]
-    runner, got = _run(spark, tmp_path, "executors", more=True)
+    runner, got = _run(spark, tmp_path, "executors", steps=MORE)
     want = _expected(XS + MORE["xs"], KS + MORE["ks"])
     assert got == want
     report = verify_runner(runner)

@@ -10,7 +10,10 @@ keeps each (key, value) once, in the count's groups, instead of twice.
 
 A checkpoint records an absorbed operator's home as "chains" (`upgrade.home_of`): should a
 later version of the program read it elsewhere, it would need the state it never kept, and
-the resume is refused rather than starting it empty.
+the resume is refused rather than starting it empty. The other way round, an operator whose
+checkpoint holds a state of its own keeps it under `auto` (`placement.place`: Spark cannot
+drop a native aggregation from a query that committed batches); an explicit option that would
+drop it is refused by `upgrade.reconcile`, saying so.
 """
 
 from __future__ import annotations

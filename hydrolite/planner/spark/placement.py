@@ -338,6 +338,7 @@ def place(
         placements.append(Placement(ch.node, True, TABLE_WHY.format(readers=by), table=ch.name))
     chainlike = (*_IDENTITY, *_ELEMENTWISE, n.MergeUnordered)
     gone = absorbed(stage.stateful, finder.users, states, lookups, placed_joins, seen_here, chainlike)
+    gone = {i for i in gone if held.get(i, "chains") == "chains"}  # (one its checkpoint holds stays: Spark's operators)
     if gone:  # (their readers' groups keep what they saw: kept_steps.py)
         natives = [x for x in natives if id(x.node) not in gone]
         seen_here = [x for x in seen_here if id(x.node) not in gone]
