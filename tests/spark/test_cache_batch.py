@@ -43,7 +43,7 @@ def test_a_batch_with_an_aggregation_and_transform_with_state_is_read_through_a_
             yield Row(k=key[0], n=n)
 
         def close(self) -> None:
-            pass
+            """Nothing to release: the state is Spark's."""
 
     (tmp_path / "in").mkdir()
     for i in range(3):  # overlapping values: both operators carry state across batches

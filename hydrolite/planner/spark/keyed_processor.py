@@ -223,16 +223,16 @@ class Processor(StatefulProcessor):
     `Row`s, without a pandas DataFrame each way per key (measured ~2x faster per key than
     `transformWithStateInPandas`, README "Keyed state on the executors")."""
 
-    def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str], kept: bool = False) -> None:
+    def __init__(self, aggs: dict[str, AggFn | JoinFn | SeenFn], tags: dict[int, str], marks: bool = False) -> None:
         self.aggs = aggs  # state key -> what its state does
         self.tags = tags  # chain tag -> FOLD | ASK | ASK_PRESENT | LEFT | RIGHT | SEEN
-        self.kept = kept  # groups keep marks of what they saw (`keyed_state.ExecutorRegion.marks`)
+        self.marks = marks  # groups keep marks of what they saw (`keyed_state.ExecutorRegion.marks`)
         self.value: Any = None
         self.seen: Any = None
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.value = handle.getValueState("acc", "acc binary")
-        if self.kept:  # (declared only then: the operator of other regions stays as it was)
+        if self.marks:  # (declared only then: the operator of other regions stays as it was)
             self.seen = handle.getMapState("seen", "mark binary", "b boolean")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:

@@ -423,9 +423,9 @@ class _Finder:
                         return found
                     paths += [(inp, (*before, *reversed(ops))) for inp, before in found]
                 return paths
-            if isinstance(x, _DISTINCT) and self._of_stream(x):
-                pass  # (first occurrences, of the batch or ever: the processor keeps them, per group)
-            elif not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike:
+            # (a distinct step: first occurrences, of the batch or ever, the processor keeps per group)
+            distinct = isinstance(x, _DISTINCT) and self._of_stream(x)
+            if not distinct and (not isinstance(x, _ELEMENTWISE) or not x.children[0].meta.kind.streamlike):
                 return f"its input passes through {x.op}() {where(x)}, which is not element-wise"
             if not self.stage.member(x):
                 return f"its input comes through {x.op}() {where(x)} outside the query"
