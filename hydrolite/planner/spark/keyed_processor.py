@@ -33,6 +33,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from ... import kernels
 from ...kernels import KernelError
+from .grouping import canonical
 from .pyfn import FnSite
 
 #: the order columns of a region's rows: (file mtime | seq | task position, file path,
@@ -105,7 +106,7 @@ def _occurrence(op: Op, o: tuple[Any, ...], k: Any, v: Any) -> Item:
         element, out = k, (o, None, k)
     else:
         element, out = ((k, v) if op.keyed else v), (o, k, v)
-    mark = pickle.dumps((op.f, element), protocol=5)
+    mark = pickle.dumps((op.f, canonical(element)), protocol=5)
     return ((*o[:5], (mark, tuple(o[:5]), op.kept)), *out[1:])
 
 
@@ -236,11 +237,13 @@ class Processor(StatefulProcessor):
             self.seen = handle.getMapState("seen", "mark binary", "b boolean")
 
     def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
-        state_key, k = pickle.loads(key[0])
+        state_key, _ = pickle.loads(key[0])  # (the key's canonical form: grouping.py)
         fn = self.aggs[state_key]
         by_role: dict[str, list[Row]] = {}
         tags = self.tags
         got = list(rows)  # (gk, tag, r1..r5, x, d), as keyed_state's chained rows
+        # the key as the batch's first row carries it: equal keys may differ in form (1, 1.0)
+        k = pickle.loads(min(got, key=_row_order)[7])[0]
         if any(r[8] is not None for r in got):
             got = first_occurrences(got, self.seen)
         for r in got:
@@ -320,7 +323,7 @@ class Processor(StatefulProcessor):
         fresh: set[bytes] = set()
         for _, key, v in items:
             element = key if js.kind == "keys" else (key, v) if js.keyed else v
-            mark = pickle.dumps((js.key, element), protocol=5)
+            mark = pickle.dumps((js.key, canonical(element)), protocol=5)
             if mark in fresh or self.seen.containsKey((mark,)):
                 continue
             fresh.add(mark)
@@ -378,6 +381,10 @@ def _answer_lookups(
 
 def _order(r: Row) -> tuple[Any, ...]:
     return r[1]
+
+
+def _row_order(r: Any) -> tuple[Any, ...]:
+    return tuple(r[2:7])
 
 
 #: an answer row, as ANSWERS

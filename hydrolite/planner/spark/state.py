@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import ckfs
+from .grouping import stored_form
 from .scratch import scratch_dir
 from .state_remote import RemoteFiles, Writes
 
@@ -56,8 +57,9 @@ _MISSING = object()
 
 
 def key_bytes(key: Any) -> bytes:
-    """The stored form of a state key (equal keys of the same type pickle identically)."""
-    return pickle.dumps(key, protocol=5)
+    """The stored form of a state key (equal keys of the same type pickle identically: 0.0
+    and -0.0 too, `grouping.stored_form`)."""
+    return pickle.dumps(stored_form(key), protocol=5)
 
 
 class StateStore:

@@ -16,8 +16,7 @@ record before anything runs:
   program needs but the checkpoint never kept (it would start empty while the batches it
   missed are never replayed), or state whose type changed, is refused with a readable
   diff, unless the user accepts it: ``--reset-state fold@counter.py:31`` (or its key).
-
-`hydrolite plan PROGRAM --against CHECKPOINT` prints the same diff without running.
+  `hydrolite plan PROGRAM --against CHECKPOINT` prints the same diff without running.
 
 Example (a fresh checkpoint: nothing to compare)::
 
@@ -44,6 +43,7 @@ from ...ir import nodes as n
 from ...ir.meta import type_name
 from ...ir.stable import Identity
 from . import ckfs
+from .grouping import GROUPING, compare_grouping
 from .offsets import numbered
 from .stages import Plan, Stage
 
@@ -55,10 +55,8 @@ RECORD_VERSION = 1
 KEYED_OPERATOR = "transformWithState"
 #: what records without the field used (hydrolite before the Row-based operator)
 LEGACY_KEYED_OPERATOR = "transformWithStateInPandas"
-#: how `demux_by_key()` picks a key's member (`locations.sharding.member_of_key`), recorded in
-#: every plan record: a record without it was written before the route became SHA-256 (it
-#: was BLAKE2b), and resuming its routed state with another route would find each key's
-#: state on another member
+#: how `demux_by_key()` picks a key's member (`locations.sharding.member_of_key`), recorded: a
+#: record without it was routed by BLAKE2b; resumed by another route, a key's state is elsewhere
 KEY_ROUTING = "sha256-60"
 
 
@@ -258,6 +256,7 @@ class Reconciliation:
             "queries": queries,
             "clusters": dict(sorted(self.plan.cluster_members.items())),
             "key_routing": KEY_ROUTING,
+            "key_grouping": GROUPING,
         }
 
 
@@ -289,6 +288,7 @@ def reconcile(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> Reconci
     data = _record_data(recon.checkpoint)
     _compare_members(recon, plan, data)
     _compare_routing(recon, plan, data)
+    compare_grouping(recon, old, data, reset)
     used = set(reset)
     pairs = _pair_queries(plan, old, recon.checkpoint)
     taken = {q for q in pairs.values()}

@@ -35,6 +35,7 @@ from . import ckfs
 from .errors import SparkRunError
 from .feed import feed_end
 from .feed_mirror import read_entry, remote_entries
+from .grouping import group_bytes
 from .offsets import TickOffsets, read_offset_log
 from .ports import (
     FeedInput,
@@ -239,9 +240,18 @@ class _Query:
 
 
 def _same(spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
+    """Equal as Python compares (`1 == 1.0`: Spark writes a float sink's 1 as 1.0), in order
+    when the sink keeps it, else as multisets (by `grouping.group_bytes`, Python's equality)."""
     if ordered:
         return spark_out == model
-    return sorted(map(repr, spark_out)) == sorted(map(repr, model))
+    return sorted(map(_identity, spark_out)) == sorted(map(_identity, model))
+
+
+def _identity(x: Any) -> bytes:
+    try:
+        return group_bytes(x)
+    except (pickle.PicklingError, TypeError, AttributeError):  # not picklable: its repr, as before
+        return repr(x).encode()
 
 
 def _batch_inputs(spark: SparkSession, q: _Query, tick: TickOffsets, files: Mapping[str, list[str]]) -> ReplayBatch:

@@ -1,0 +1,150 @@
+"""Keys equal in Python are one key on the executors (`planner/spark/grouping.py`).
+
+A user's function may give one key in several forms: `1`, `1.0` and `True`, `0.0` and
+`-0.0`, an int where the key type says float. The simulator's dicts hold them as one key;
+the executor path used to group by the pickled bytes of the key as the function returned it,
+so each form got a part of the state and the answers differed from the simulator's without
+any error. Each state here must answer what Python's dicts answer, what the driver path
+answers and what the simulator's replay gives; a checkpoint written under the old grouping
+is refused instead of resumed with its keys unfound.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+import hydrolite as hl
+from hydrolite import nondet
+from hydrolite.planner.spark.placement import place_all
+from hydrolite.planner.spark.runtime import FlowRunner
+from hydrolite.planner.spark.stages import Plan, plan_flow
+from hydrolite.planner.spark.upgrade import PLAN_FILE, PlanChangedError, reconcile
+from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import feeds, json_batches, run_once
+
+pytestmark = pytest.mark.spark
+
+ND = nondet("test: Spark's micro-batches are the batches")
+FORMS: list[float] = [-0.0, 1, 1.0, True, 0.0, 2]  # x % 6 -> the key's form: two keys, 0 and 1, and 2
+XS = [[1, 2, 3, 4, 5, 6, 7], [12, 11, 10, 9, 8], [6, 1, 3]]
+PORTS = ("folds", "distinct", "values_per_key")
+
+
+class P:
+    """Tag of the process."""
+
+
+def key_of(x: int) -> tuple[float, int]:
+    """The element keyed by one of the forms of its key."""
+    return FORMS[x % 6], x
+
+
+def form_of(x: int) -> float:
+    return FORMS[x % 6]
+
+
+def parity(x: int) -> float:
+    """x % 2 in two forms each: 1.0 or True, 0 or -0.0."""
+    if x % 2:
+        return 1.0 if x % 4 == 1 else True
+    return 0 if x % 4 == 0 else -0.0
+
+
+def _program() -> hl.Flow:
+    flow = hl.FlowBuilder("key_grouping")
+    p = flow.process(P)
+    t = p.tick()
+    al = p.local_align_point()
+    xs = p.source("xs", int)
+    ks = xs.map(key_of).into_keyed()
+    ks.fold(0, lambda a, x: a * 2 + x).snapshot_aligned(t, al, ND).entries().all_ticks().sink("folds")
+    xs.map(form_of).unique().sink("distinct")
+    per_key = ks.map(parity).unique().count()  # (one distinct value per parity, in two forms each)
+    per_key.snapshot_aligned(t, al, ND).entries().all_ticks().sink("values_per_key")
+    xs.release_aligned(al).sink("ack")
+    return flow.finalize()
+
+
+def _run(spark: SparkSession, d: Path, keyed_state: str) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
+    runner = FlowRunner(
+        _program(),
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs=feeds(d, {"xs": (int, None, XS)}),
+        outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack")},
+        keyed_state=keyed_state,
+    )
+    run_once(runner)
+    return runner, {p: {b: sorted(v) for b, v in json_batches(d / f"{p}_out").items() if v} for p in PORTS}
+
+
+def _expected() -> dict[str, dict[int, list[Any]]]:
+    """What Python's dicts answer: per batch every key's fold so far, the new distinct forms,
+    every key's number of distinct value parities so far."""
+    want: dict[str, dict[int, list[Any]]] = {p: {} for p in PORTS}
+    folds: dict[float, int] = {}
+    seen: set[float] = set()
+    parities: dict[float, set[float]] = {}
+    for b, batch in enumerate(XS):
+        new = []
+        for x in batch:
+            k, _ = key_of(x)
+            folds[k] = folds.get(k, 0) * 2 + x
+            parities.setdefault(k, set()).add(parity(x))
+            if form_of(x) not in seen:
+                seen.add(form_of(x))
+                new.append(form_of(x))
+        want["folds"][b] = sorted(folds.items())
+        want["values_per_key"][b] = sorted((k, len(v)) for k, v in parities.items())
+        if new:
+            want["distinct"][b] = sorted(new)
+    return want
+
+
+def test_keys_equal_in_python_are_one_key_on_the_executors(spark: SparkSession, tmp_path: Path) -> None:
+    runner, got = _run(spark, tmp_path / "executors", "executors")
+    placed = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+    assert all(p.executors for p in placed) and len(placed) >= 3, [p.describe() for p in placed]
+    want = _expected()
+    assert len(want["folds"][0]) == 3  # (the forms make three keys: 0, 1 and 2)
+    assert got == want
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+    _, on_driver = _run(spark, tmp_path / "driver", "driver")
+    assert on_driver == got
+
+
+def test_a_checkpoint_grouped_by_pickled_bytes_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    """A record without `key_grouping` (hydrolite before it) kept equal keys apart on the
+    executors: resuming it would look its keys up under other bytes. Refused, unless the
+    executor states are reset; a checkpoint with its state on the driver resumes."""
+    for keyed_state in ("executors", "driver"):
+        d = tmp_path / keyed_state
+        _run(spark, d, keyed_state)
+        record = json.loads((d / "ck" / PLAN_FILE).read_text())
+        assert record["key_grouping"] == "python-eq-1"
+        del record["key_grouping"]
+        (d / "ck" / PLAN_FILE).write_text(json.dumps(record))
+        recon = reconcile(_placed(keyed_state), str(d / "ck"))
+        if keyed_state == "driver":
+            assert not recon.refused, recon.render()
+            continue
+        text = recon.render()
+        assert recon.refused and "was grouped by each key's pickled bytes" in text, text
+        assert "fold@test_key_grouping.py" in text and "start a new --checkpoint" in text, text
+        with pytest.raises(PlanChangedError):
+            FlowRunner(_program(), spark=spark, checkpoint=str(d / "ck"), inputs={}, keyed_state="executors")
+        states = [s for q in record["queries"].values() for s in q["state"].values() if s["home"] == "executors"]
+        resets = [f"{s['op']}@{s['at']}" for s in states]
+        assert not reconcile(_placed(keyed_state), str(d / "ck"), resets).refused
+
+
+def _placed(keyed_state: str) -> Plan:
+    plan = plan_flow(_program())
+    place_all(plan, keyed_state, "local[2]")
+    return plan
