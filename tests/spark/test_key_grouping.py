@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
+from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import Plan, plan_flow
@@ -148,3 +149,36 @@ def _placed(keyed_state: str) -> Plan:
     plan = plan_flow(_program())
     place_all(plan, keyed_state, "local[2]")
     return plan
+
+
+def opaque_key(x):  # type: ignore[no-untyped-def]  # (no annotation, and 0 fails: the key type is unknown)
+    return ({1: 1, 2: True, 3: "c"}[x], x)
+
+
+def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Keys of a type hydrolite does not know are pickled, and Spark groups them by those
+    bytes: `1` and `True` would be two keys there and one in the simulator. The driver path
+    refuses such a batch, naming the operator, the key and the fix."""
+    flow = hl.FlowBuilder("opaque_keys")
+    p = flow.process(P)
+    t, al = p.tick(), p.local_align_point()
+    xs = p.source("xs", int)
+    sums = xs.map(opaque_key).into_keyed().fold(0, lambda a, x: a + x)
+    sums.snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
+    xs.release_aligned(al).sink("ack")
+    runner = FlowRunner(
+        flow.finalize(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs=feeds(tmp_path, {"xs": (int, None, [[3, 1, 2]])}),
+        outputs={"sums": f"json:{tmp_path / 'sums'}", "ack": f"json:{tmp_path / 'ack'}"},
+        keyed_state="driver",
+    )
+    with pytest.raises(UserFunctionError) as err:
+        run_once(runner)
+    text = str(err.value)
+    assert "fold() failed" in text and ("1 and True are" in text or "True and 1 are" in text), text
+    assert "are equal in Python, but the key type is not declared" in text, text
+    assert "test_key_grouping.py" in text and "declare the type of the function making the key" in text, text

@@ -20,10 +20,11 @@ from ...ir import nodes as n
 from ...ir.meta import Kind
 from .exec import BatchCtx, handles
 from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
+from .grouping import equal_pair
 from .lambdas import NotTranslatable, TExpr, literal
 from .ops import empty_like, first_occurrences, project, row_index, sframe
 from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
-from .types import OPAQUE, HType, Prim, TupleT, fold_type, from_python, of_value
+from .types import OPAQUE, HType, Prim, TupleT, fold_type, from_python, has_opaque, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
 
 INT = Prim(int)  # counts and indexes
@@ -138,6 +139,7 @@ def _keyed_algebra(
         return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
     rows = grouped.collect()
     keys = [sf.kt.decode(r["k"]) for r in rows]
+    _one_form(ctx, node, sf.kt, keys)
     old = ctx.state.get_many(ctx.key(node), keys)
     updates: dict[Any, Any] = {}
     for k, r in zip(keys, rows):
@@ -188,6 +190,7 @@ def _keyed_python(
     starts: dict[Any, Any] = {}
     if carried:
         keys = [kt.decode(r["k"]) for r in sf.df.select("k").distinct().collect()]
+        _one_form(ctx, node, kt, keys)
         starts = ctx.state.get_many(ctx.key(node), keys)
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
@@ -201,6 +204,28 @@ def _keyed_python(
         ctx.state.put_many(ctx.key(node), updates)
         return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)
     return KTable(kt, vt, frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False))
+
+
+def _one_form(ctx: BatchCtx, node: n.Node, t: HType, values: list[Any]) -> None:
+    """Refuse a batch in which Spark grouped two values apart that Python holds equal.
+
+    Spark groups values of a type hydrolite does not know (pickled) by their bytes, so `1`
+    and `True`, or `Decimal("1.0")` and `Decimal("1.00")`, are two keys to it and one to the
+    simulator: each would keep a part of the state, silently. Typed keys are Spark values of
+    their declared type and group as Python compares them (`grouping.py`)."""
+    if not has_opaque(t):
+        return
+    pair = equal_pair(values)
+    if pair is not None:
+        raise ctx.site(node).fail(
+            pair[1],
+            ValueError(
+                f"{pair[0]!r} and {pair[1]!r} are equal in Python, but the key type is not declared, so Spark "
+                "compared their pickled bytes and held them apart (each would keep part of the state); fix: declare "
+                "the type of the function making the key (a return annotation, e.g. `-> tuple[int, str]`) or give "
+                "every key one form (e.g. `int(k)`)"
+            ),
+        )
 
 
 # ------------------------------------------------------------------ unique / enumerate over time
@@ -218,6 +243,7 @@ def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     if seen is not None:
         return unique_native(sf, seen)
     distinct = _distinct_values(sf)
+    _one_form(ctx, node, TupleT((sf.kt, sf.vt)) if sf.kt is not None else sf.vt, distinct)
     seen = ctx.state.get_many(ctx.key(node), distinct)
     fresh = [v for v in distinct if v not in seen]
     ctx.state.put_many(ctx.key(node), {v: True for v in fresh})
@@ -263,7 +289,9 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         v = F.struct((idx + F.lit(offset)).cast("long").alias("_1"), F.col("v").alias("_2"))
         return project(sf, v, TupleT((INT, sf.vt)))
     assert sf.kt is not None
-    counts = {sf.kt.decode(r["k"]): r["n"] for r in sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()}
+    rows = sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()
+    _one_form(ctx, node, sf.kt, [sf.kt.decode(r["k"]) for r in rows])
+    counts = {sf.kt.decode(r["k"]): r["n"] for r in rows}
     offsets = ctx.state.get_many(key, list(counts))
     ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()})
     off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], INT, list(counts), sf.kt, ordered=False)

@@ -340,6 +340,19 @@ def _is_namedtuple(cls: type) -> bool:
     return issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
+def has_opaque(t: HType | None) -> bool:
+    """Whether values of `t` hold pickled parts (Spark compares those by their bytes)."""
+    if isinstance(t, OpaqueT):
+        return True
+    if isinstance(t, StructT):
+        return any(has_opaque(i) for i in t.items)
+    if isinstance(t, ListT):
+        return has_opaque(t.item)
+    if isinstance(t, DictT):
+        return has_opaque(t.key) or has_opaque(t.value)
+    return isinstance(t, OptT) and has_opaque(t.inner)
+
+
 def strip_optional(t: HType) -> HType:
     return t.inner if isinstance(t, OptT) else t
 
