@@ -11,7 +11,9 @@ is refused instead of resumed with its keys unfound.
 
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -151,8 +153,11 @@ def _placed(keyed_state: str) -> Plan:
     return plan
 
 
+OPAQUE_FORMS = {1: 1, 2: True, 3: "c", 4: 1.0, 5: "c", 6: 2}
+
+
 def opaque_key(x):  # type: ignore[no-untyped-def]  # (no annotation, and 0 fails: the key type is unknown)
-    return ({1: 1, 2: True, 3: "c"}[x], x)
+    return (OPAQUE_FORMS[x], x)
 
 
 def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
@@ -182,3 +187,62 @@ def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
     assert "fold() failed" in text and ("1 and True are" in text or "True and 1 are" in text), text
     assert "are equal in Python, but the key type is not declared" in text, text
     assert "test_key_grouping.py" in text and "declare the type of the function making the key" in text, text
+
+
+def test_keys_of_an_unknown_type_keep_their_first_form_on_the_executors(spark: SparkSession, tmp_path: Path) -> None:
+    """On the executors such keys group as Python compares them, and each output shows a key
+    in the form the simulator shows: a state's entries in the form the key first came in
+    (its dict keeps it), a lookup's and an `enumerate()`'s in the element's own form."""
+    flow = hl.FlowBuilder("opaque_forms")
+    p = flow.process(P)
+    t, al = p.tick(), p.local_align_point()
+    xs = p.source("xs", int)
+    ks = xs.map(opaque_key).into_keyed()
+    ks.fold(0, lambda a, x: a + x).snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
+    ks.batch_aligned(t, al, ND).lookup_keyed_singleton(
+        ks.count().snapshot_aligned(t, al, ND)
+    ).entries().all_ticks().sink("asked")
+    ks.enumerate().entries().sink("indexed")
+    xs.release_aligned(al).sink("ack")
+    steps = [[1, 3], [2, 4, 5], [6, 1]]
+    ports = ("sums", "asked", "indexed")
+    runner = FlowRunner(
+        flow.finalize(),
+        spark=spark,
+        checkpoint=str(tmp_path / "ck"),
+        inputs=feeds(tmp_path, {"xs": (int, None, steps)}),
+        outputs={port: f"json:{tmp_path / port}" for port in (*ports, "ack")},
+        keyed_state="executors",
+    )
+    run_once(runner)
+    got = {
+        port: {b: sorted(map(repr, map(_unpickled, v))) for b, v in json_batches(tmp_path / port).items() if v}
+        for port in ports
+    }
+    want = {
+        "sums": {0: ["('c', 3)", "(1, 1)"], 1: ["('c', 8)", "(1, 7)"], 2: ["('c', 8)", "(1, 8)", "(2, 6)"]},
+        "asked": {
+            0: ["('c', (3, 1))", "(1, (1, 1))"],
+            1: ["('c', (5, 2))", "(1.0, (4, 3))", "(True, (2, 3))"],
+            2: ["(1, (1, 4))", "(2, (6, 1))"],
+        },
+        "indexed": {
+            0: ["('c', (0, 3))", "(1, (0, 1))"],
+            1: ["('c', (1, 5))", "(1.0, (2, 4))", "(True, (1, 2))"],
+            2: ["(1, (3, 1))", "(2, (0, 6))"],
+        },
+    }
+    assert got == want
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
+
+
+def _unpickled(x: Any) -> Any:
+    """A JSON sink's element with its pickled (base64) parts loaded."""
+    if isinstance(x, str):
+        return pickle.loads(base64.b64decode(x))
+    if isinstance(x, (list, tuple)):
+        return tuple(
+            _unpickled(i) if isinstance(i, str) else i if not isinstance(i, (list, tuple)) else _unpickled(i) for i in x
+        )
+    return x

@@ -145,6 +145,10 @@ class AggFn:
     init: Any
     site: FnSite
     publish: int | None = None  # the tag of its updated keys' rows, when another query reads it
+    #: keep the form the key first came in, for its published rows: keys of an undeclared
+    #: (pickled) type are merged by their bytes downstream, and the simulator's dict keeps the
+    #: first form of a key (`1` stays `1` when `True` comes later)
+    first_form: bool = False
 
     def fold(self, key: Any, has: bool, acc: Any, xs: list[Any]) -> tuple[bool, Any]:
         try:
@@ -270,20 +274,24 @@ class Processor(StatefulProcessor):
         news = by_role.get(FOLD, [])
         # last(): the new value does not depend on the stored one, so no `get` (a round trip
         # to the state server, a third of a put's cost)
-        stored: tuple[bool, Any] | None = None if news and agg.kind in ("last", "table") else self._stored()
+        blind = news and agg.kind in ("last", "table") and not agg.first_form
+        stored: tuple[Any, ...] | None = None if blind else self._stored()
         known = stored is not None
-        has, acc = stored if stored is not None else (agg.has_init, agg.init)
+        has, acc = stored[:2] if stored is not None else (agg.has_init, agg.init)
+        if agg.first_form and stored is not None and len(stored) > 2:
+            k = stored[2]
         if news:
             has, acc = agg.fold(k, has, acc, [pickle.loads(x)[1] for _, _, x in news])
             if has or agg.kind != "table":
-                self.value.update((pickle.dumps((has, acc), protocol=5),))
+                kept = (has, acc, k) if agg.first_form else (has, acc)
+                self.value.update((pickle.dumps(kept, protocol=5),))
             else:  # a tombstone: the key leaves the table
                 self.value.clear()
             known = True
             if agg.publish is not None and has:  # the key's new value, for another query (a delta)
                 out.append(answer(agg.publish, NO_ORDER, k, acc))
         found = (has and known, acc)
-        _answer_lookups(by_role, k, lambda _tag: found, out)
+        _answer_lookups(by_role, lambda _tag: found, out)
 
     def _join(self, fn: JoinFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
         stored = self._stored()
@@ -313,7 +321,7 @@ class Processor(StatefulProcessor):
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
             for js in fn.seen:
                 self._joined_seen(js, k, pairs, out)
-        _answer_lookups(by_role, k, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+        _answer_lookups(by_role, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
 
     def _joined_seen(self, js: JoinedSeen, k: Any, pairs: list[Any], out: list[Any]) -> None:
         """The elements of join key `k`'s new `pairs` (through `js.steps`) it never passed on."""
@@ -346,7 +354,8 @@ class Processor(StatefulProcessor):
         if fn.kind == "enumerate":
             start = 0 if stored is None else stored
             for i, (_, o, x) in enumerate(rows):
-                out.append(answer(fn.out, o, k, (start + i, pickle.loads(x)[1])))
+                key, v = pickle.loads(x)  # (each element keeps its key's form, as the simulator's)
+                out.append(answer(fn.out, o, key, (start + i, v)))
             self.value.update((pickle.dumps(start + len(rows), protocol=5),))
             return
         if stored is not None:  # seen in an earlier batch
@@ -365,9 +374,7 @@ class Processor(StatefulProcessor):
         """Nothing to release: the state is Spark's, the rows were answered."""
 
 
-def _answer_lookups(
-    by_role: dict[str, list[Row]], k: Any, value_of: Callable[[int], tuple[bool, Any]], out: list[Any]
-) -> None:
+def _answer_lookups(by_role: dict[str, list[Row]], value_of: Callable[[int], tuple[bool, Any]], out: list[Any]) -> None:
     """Answer the key's lookups with the value (`value_of(lookup tag)`: has, value) of the
     state each reads, as of the end of the batch: `(request value, value or None)`; a request
     of `get_many_if_present` without a value is dropped."""
@@ -375,8 +382,8 @@ def _answer_lookups(
         for tag, o, x in by_role.get(role, []):
             has, acc = value_of(tag)
             if has or role == ASK:
-                _, v = pickle.loads(x)
-                out.append(answer(tag, o, k, (v, acc if has else None)))
+                key, v = pickle.loads(x)  # (the request's own key, in its form)
+                out.append(answer(tag, o, key, (v, acc if has else None)))
 
 
 def _order(r: Row) -> tuple[Any, ...]:

@@ -75,7 +75,19 @@ from .keyed_processor import (
 from .lambdas import NotTranslatable, TExpr, translate
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
 from .region import Chain, ExecutorSeen, Region
-from .types import OPAQUE, HType, ListT, OptT, Prim, TupleT, fold_type, infer_result, of_value, strip_optional
+from .types import (
+    OPAQUE,
+    HType,
+    ListT,
+    OptT,
+    Prim,
+    TupleT,
+    fold_type,
+    has_opaque,
+    infer_result,
+    of_value,
+    strip_optional,
+)
 from .values import KTable, SFrame
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -334,7 +346,8 @@ class ExecutorRegion:
                 folds[group[st.slot]].append(JoinedFold(key_of[st.slot], agg, self._ops(st.joined)))
             else:
                 vt, kt = self._fed(st.chains, key_of[st.slot])
-                self.aggs[key_of[st.slot]] = agg
+                first_form = st.publish is not None and has_opaque(kt)  # (published keys merge by their bytes)
+                self.aggs[key_of[st.slot]] = replace(agg, first_form=True) if first_form else agg
             fed[st.slot] = vt
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
