@@ -30,3 +30,11 @@ def key_py(x: int) -> tuple[int, int]:
 
 def pair_py(t: tuple[int, int]) -> int:
     return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
+
+
+def key_forms(x: int) -> tuple[float, int]:
+    """(x % 3, x) with the key in one of the forms Python holds equal — 0, 0.0, -0.0; 1, 1.0,
+    True; 2, 2.0 — so that a state keeps them as one key on every backend (`grouping.py`)."""
+    k = x % 3
+    forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
+    return forms[(x // 3) % 3], x

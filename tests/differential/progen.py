@@ -34,14 +34,14 @@ FOLDS = [
     ("0", "mix_py", False),
 ]
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
-TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py"]
+TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py", "key_forms"]
 PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
 STR_MAPS = ["lambda s: s + 'x'", "lambda s: s.upper()", "lambda s: s[::-1]"]
 STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"]
 STR_TO_INT = ["lambda s: len(s)", "lambda s: ord(s[0]) % 7 if s else 0"]
 KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 
-HELPERS = "from tests.differential.gen_helpers import digit_sum, digits, halve_even, key_py, mix_py, odd_py, pair_py\n"
+HELPERS = "from tests.differential.gen_helpers import digit_sum, digits, halve_even, key_forms, key_py, mix_py, odd_py, pair_py\n"
 
 
 class Draw(ABC):

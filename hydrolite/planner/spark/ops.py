@@ -19,13 +19,14 @@ from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .history import history_join
 from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
-from .pyfn import elementwise, map_in_arrow, reencode, sort_whole, split_pairs
+from .pyfn import elementwise, equality_bytes, map_in_arrow, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
 from .types import (
     OPAQUE,
     HType,
     ListT,
     NoneT,
+    OpaqueT,
     OptT,
     Prim,
     TupleT,
@@ -332,17 +333,37 @@ def _cross(a: SFrame, b: SFrame) -> SFrame:
 
 
 def common_type(a: HType, b: HType) -> HType:
-    """One encoding for values compared or combined across two frames: theirs when equal,
-    else pickled (a key computed in Python and a natively typed key must still match)."""
-    return a if a == b or a.spark() == b.spark() else OPAQUE
+    """One encoding for values compared or combined across two frames: theirs when equal;
+    for two kinds of number (int, float, bool) the wider, as Python compares them (`1 ==
+    1.0 == True`; pickled, a join of int keys with float keys matched none: ints beyond 2**53
+    become the nearest float, as a float column holds them); else pickled (a key computed in
+    Python and a natively typed key must still match)."""
+    if a == b or a.spark() == b.spark():
+        return a
+    if isinstance(a, Prim) and isinstance(b, Prim) and {a.py, b.py} <= {int, float, bool}:
+        return Prim(float) if float in (a.py, b.py) else Prim(int)
+    return OPAQUE
 
 
 def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
     """`df` with column `col` re-encoded from `have` to `want` (no-op when they agree)."""
     if have == want or have.spark() == want.spark():
         return df
+    if isinstance(have, Prim) and isinstance(want, Prim) and {have.py, want.py} <= {int, float, bool}:
+        return df.withColumn(col, F.col(col).cast(want.spark()))  # (common_type's number: a cast)
     schema = T.StructType([T.StructField(f.name, want.spark(), True) if f.name == col else f for f in df.schema.fields])
     return map_in_arrow(df, reencode({col: (have, want)}), schema)
+
+
+def compared(df: DataFrame, col: str, t: HType) -> tuple[DataFrame, str]:
+    """`df` and the column its `col` (of type `t`) is compared by: itself, or for pickled
+    values a column of their `grouping.group_bytes` — Python's equality, where the pickles of
+    `1` and `1.0`, or of two equal frozensets, differ."""
+    if not isinstance(t, OpaqueT):
+        return df, col
+    name = f"_eq{col}"
+    schema = T.StructType([*df.schema.fields, T.StructField(name, T.BinaryType(), True)])
+    return map_in_arrow(df, equality_bytes(col, name), schema), name
 
 
 @handles(n.Join, lazy=True)
@@ -357,9 +378,11 @@ def _join(ctx: BatchCtx, node: n.Join, a: SFrame, b: SFrame) -> SFrame:
     l_df, lk, lv = pairs(ctx, node, a)
     r_df, rk, rv = pairs(ctx, node, b)
     kt = common_type(lk, rk)
-    left = encoded(l_df.select("k", F.col("v").alias("_l")), "k", lk, kt)
-    right = encoded(r_df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", rk, kt)
-    df = left.join(right, left["k"].eqNullSafe(right["_rk"]))  # None keys match, as in Python
+    left, lc = compared(encoded(l_df.select("k", F.col("v").alias("_l")), "k", lk, kt), "k", kt)
+    right, rc = compared(
+        encoded(r_df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", rk, kt), "_rk", kt
+    )
+    df = left.join(right, left[lc].eqNullSafe(right[rc]))  # None keys match, as in Python
     v = F.struct(F.col("k").alias("_1"), F.struct(F.col("_l").alias("_1"), F.col("_r").alias("_2")).alias("_2"))
     return SFrame(df.select(v.alias("v")), TupleT((kt, TupleT((lv, rv)))))
 
@@ -372,9 +395,9 @@ def anti_join(ctx: BatchCtx, node: n.AntiJoin, args: list[Val]) -> Val:
     # batch; the model removes them from every element of the left stream, in every batch
     keys = sframe(args[1] if node.left.meta.in_tick else whole(ctx, node.right), node)
     kt = common_type(lk, keys.vt)
-    l_df = encoded(l_df, "k", lk, kt)
-    right = encoded(keys.df.select(F.col("v").alias("_key")), "_key", keys.vt, kt)
-    kept = l_df.join(right, l_df["k"].eqNullSafe(right["_key"]), "left_anti")
+    l_df, lc = compared(encoded(l_df, "k", lk, kt), "k", kt)
+    right, rc = compared(encoded(keys.df.select(F.col("v").alias("_key")), "_key", keys.vt, kt), "_key", kt)
+    kept = l_df.join(right, l_df[lc].eqNullSafe(right[rc]), "left_anti")
     kept = encoded(kept, "k", kt, lk)  # the kept pairs keep their own key type
     return SFrame(
         kept.select(*left.order, F.struct(F.col("k").alias("_1"), F.col("v").alias("_2")).alias("v")),
@@ -420,21 +443,40 @@ def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
     left = sframe(args[0], node)
     table = args[1]
     assert isinstance(table, KTable) and left.kt is not None
-    if table.frame is not None:
+    requests = left.df
+    if table.frame is not None:  # compared in one type (`common_type`); the requests keep their keys
         assert table.frame.kt is not None
-        r = encoded(
-            table.frame.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", table.frame.kt, left.kt
+        kt = common_type(left.kt, table.frame.kt)
+        r, rc = compared(
+            encoded(table.frame.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r")), "_rk", table.frame.kt, kt),
+            "_rk",
+            kt,
         )
+        requests, lc = compared(encoded(left.df.withColumn("_lk", F.col("k")), "_lk", left.kt, kt), "_lk", kt)
     else:  # found keys are encoded like the stream's keys, whatever the table's key type
         keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
-        found = table.lookup(keys)
-        right = frame_of(ctx.spark, list(found.values()), table.vt, list(found), left.kt, ordered=False)
+        asked = {k: as_key(k, table.kt) for k in keys}  # (an int request of a float-keyed state: as a float)
+        found = table.lookup(list(dict.fromkeys(asked.values())))
+        hits = [(k, found[a]) for k, a in asked.items() if a in found]
+        right = frame_of(ctx.spark, [v for _, v in hits], table.vt, [k for k, _ in hits], left.kt, ordered=False)
         r = right.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r"))
+        requests, lc, rc = left.df.withColumn("_lk", F.col("k")), "_lk", "_rk"
     how = "left" if node.keep_missing else "inner"
-    df = left.df.join(r, left.df["k"].eqNullSafe(r["_rk"]), how)
+    df = requests.join(r, requests[lc].eqNullSafe(r[rc]), how)
     rt = OptT(table.vt) if node.keep_missing and not isinstance(table.vt, OptT) else table.vt
     v = F.struct(F.col("v").alias("_1"), F.col("_r").alias("_2"))
     return SFrame(df.select(*left.order, "k", v.alias("v")), TupleT((left.vt, rt)), left.kt, left.order)
+
+
+def as_key(k: Any, t: HType | None) -> Any:
+    """Key `k` in the form a state keyed by `t` holds it, when a number of another kind equals
+    it (`1` asking a float-keyed state is `1.0`; `2.0` asking an int-keyed one is `2`)."""
+    if isinstance(t, Prim) and isinstance(k, (int, float)) and type(k) is not t.py:
+        if t.py is float:
+            return float(k)
+        if t.py is int and (not isinstance(k, float) or k.is_integer()):
+            return int(k)
+    return k
 
 
 @handles(n.KeyedGet)

@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 from ... import kernels
 from ...kernels import KernelError
 from .errors import UserFunctionError
+from .grouping import group_bytes
 from .types import HType
 
 ArrowFn = Callable[[Iterator[Any]], Iterator[Any]]
@@ -268,5 +269,18 @@ def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
                 values = [dst.encode(src.decode(x)) for x in rb.column(rb.schema.get_field_index(name)).to_pylist()]
                 rb = _replace(rb, name, pa.array(values, type=dst.arrow()))
             yield rb
+
+    return run
+
+
+def equality_bytes(col: str, name: str) -> ArrowFn:
+    """Add column `name`: the `grouping.group_bytes` of the pickled values in `col` (None
+    stays None: `eqNullSafe` matches it, as Python's `None == None`)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for rb in batches:
+            xs = rb.column(rb.schema.get_field_index(col)).to_pylist()
+            eq = [None if x is None else group_bytes(pickle.loads(x)) for x in xs]
+            yield rb.append_column(pa.field(name, pa.binary()), pa.array(eq, type=pa.binary()))
 
     return run
