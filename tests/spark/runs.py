@@ -62,6 +62,29 @@ def run_once(runner: FlowRunner) -> FlowRunner:
     return runner
 
 
+def run_to_json(
+    spark: SparkSession,
+    flow: Flow,
+    d: Path,
+    entries: Mapping[str, tuple[type, type | None, Sequence[Sequence[Any]]]],
+    ports: Sequence[str],
+    keyed_state: str,
+    acks: Sequence[str] = (),
+) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
+    """Run `flow` once over feeds of `entries` (`feeds`) under `d`, each port of `ports` and
+    `acks` to a `json:` sink; the runner and, per port of `ports`, each batch's rows sorted."""
+    runner = FlowRunner(
+        flow,
+        spark=spark,
+        checkpoint=str(d / "ck"),
+        inputs=feeds(d, entries),
+        outputs={p: f"json:{d / p}_out" for p in (*ports, *acks)},
+        keyed_state=keyed_state,
+    )
+    run_once(runner)
+    return runner, {p: {b: sorted(v) for b, v in json_batches(d / f"{p}_out").items()} for p in ports}
+
+
 def plain(v: Any) -> Any:
     """A JSON value written by Spark back as Python: structs of `_1.._n` (a null field left
     out reads as None) and arrays as tuples, `{"value": x}` as x."""

@@ -20,7 +20,7 @@ import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.verify import verify_runner
-from tests.spark.runs import feeds, json_batches, run_once
+from tests.spark.runs import run_to_json
 
 pytestmark = pytest.mark.spark
 
@@ -56,16 +56,8 @@ def _program() -> hl.Flow:
 
 
 def _run(spark: SparkSession, d: Path, keyed_state: str) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
-    runner = FlowRunner(
-        _program(),
-        spark=spark,
-        checkpoint=str(d / "ck"),
-        inputs=feeds(d, {"xs": (int, None, XS), "ks": (int, str, KS)}),
-        outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack_x", "ack_k")},
-        keyed_state=keyed_state,
-    )
-    run_once(runner)
-    return runner, {p: {b: sorted(v) for b, v in json_batches(d / f"{p}_out").items()} for p in PORTS}
+    inputs = {"xs": (int, None, XS), "ks": (int, str, KS)}
+    return run_to_json(spark, _program(), d, inputs, PORTS, keyed_state, acks=("ack_x", "ack_k"))
 
 
 def _expected() -> dict[str, dict[int, list[Any]]]:

@@ -28,7 +28,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import Plan, plan_flow
 from hydrolite.planner.spark.upgrade import PLAN_FILE, PlanChangedError, reconcile
 from hydrolite.planner.spark.verify import verify_runner
-from tests.spark.runs import feeds, json_batches, run_once
+from tests.spark.runs import feeds, json_batches, run_once, run_to_json
 
 pytestmark = pytest.mark.spark
 
@@ -74,16 +74,7 @@ def _program() -> hl.Flow:
 
 
 def _run(spark: SparkSession, d: Path, keyed_state: str) -> tuple[FlowRunner, dict[str, dict[int, list[Any]]]]:
-    runner = FlowRunner(
-        _program(),
-        spark=spark,
-        checkpoint=str(d / "ck"),
-        inputs=feeds(d, {"xs": (int, None, XS)}),
-        outputs={p: f"json:{d / p}_out" for p in (*PORTS, "ack")},
-        keyed_state=keyed_state,
-    )
-    run_once(runner)
-    return runner, {p: {b: sorted(v) for b, v in json_batches(d / f"{p}_out").items() if v} for p in PORTS}
+    return run_to_json(spark, _program(), d, {"xs": (int, None, XS)}, PORTS, keyed_state, acks=("ack",))
 
 
 def _expected() -> dict[str, dict[int, list[Any]]]:
