@@ -151,18 +151,25 @@ def opaque_key(x):  # type: ignore[no-untyped-def]  # (no annotation, and 0 fail
     return (OPAQUE_FORMS[x], x)
 
 
+@pytest.mark.parametrize("over_time", [True, False], ids=["carried", "per_tick"])
 def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, over_time: bool
 ) -> None:
     """Keys of a type hydrolite does not know are pickled, and Spark groups them by those
     bytes: `1` and `True` would be two keys there and one in the simulator. The driver path
-    refuses such a batch, naming the operator, the key and the fix."""
+    refuses such a batch, naming the operator, the key and the fix: a fold over time, and a
+    fold of one batch inside a tick."""
     flow = hl.FlowBuilder("opaque_keys")
     p = flow.process(P)
     t, al = p.tick(), p.local_align_point()
     xs = p.source("xs", int)
-    sums = xs.map(opaque_key).into_keyed().fold(0, lambda a, x: a + x)
-    sums.snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
+    if over_time:
+        sums = xs.map(opaque_key).into_keyed().fold(0, lambda a, x: a + x)
+        sums.snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
+    else:
+        xs.batch_aligned(t, al, ND).map(opaque_key).into_keyed().fold(
+            0, lambda a, x: a * 2 + x
+        ).entries().all_ticks().sink("sums")
     xs.release_aligned(al).sink("ack")
     runner = FlowRunner(
         flow.finalize(),

@@ -195,6 +195,8 @@ def _keyed_python(
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
     rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
+    if not carried:  # (a carried fold checked its keys above)
+        _one_form(ctx, node, kt, [kt.decode(r["k"]) for r in rows])
     updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
     # the type declared with `acc_type=`; without one, from a value of this batch (a reduce
     # has no init: typing the stored values from `None` would read them all as None)
