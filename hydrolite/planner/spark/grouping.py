@@ -37,7 +37,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-#: the record a plan file keeps of how keys are grouped (`upgrade.KEY_GROUPING`)
+#: how keys are grouped, as `plan.json` records it (`key_grouping`: `compare_grouping`)
 GROUPING = "python-eq-1"
 
 _PLAIN = (str, bytes, int, type(None))
