@@ -46,9 +46,6 @@ _NAN = ("nan",)
 
 def group_bytes(x: Any) -> bytes:
     """The bytes grouping `x` with every value equal to it (see the module's docstring)."""
-    t = type(x)
-    if t is str or t is int or t is bytes:  # (the common keys: nothing to canonicalise)
-        return pickle.dumps(x, protocol=5)
     return pickle.dumps(canonical(x), protocol=5)
 
 
@@ -59,7 +56,7 @@ def canonical(x: Any) -> Any:
         return x
     if t is float:
         return _float(x)
-    if t is tuple:
+    if isinstance(x, tuple):  # (NamedTuples too: equal to their plain tuple)
         return ("T", *(canonical(i) for i in x))
     if isinstance(x, enum.Enum) and not isinstance(x, (int, str, float)):
         return ("E", t.__module__, t.__qualname__, x.name)
@@ -73,8 +70,6 @@ def canonical(x: Any) -> Any:
         return bytes(x)
     if isinstance(x, (float, complex, Decimal, Fraction)):
         return _number(x)
-    if isinstance(x, tuple):
-        return ("T", *(canonical(i) for i in x))
     if isinstance(x, list):
         return ("L", *(canonical(i) for i in x))
     if isinstance(x, (set, frozenset)):

@@ -443,7 +443,6 @@ def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
     left = sframe(args[0], node)
     table = args[1]
     assert isinstance(table, KTable) and left.kt is not None
-    requests = left.df
     if table.frame is not None:  # compared in one type (`common_type`); the requests keep their keys
         assert table.frame.kt is not None
         kt = common_type(left.kt, table.frame.kt)

@@ -195,9 +195,10 @@ def _keyed_python(
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
     rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
+    got = [kt.decode(r["k"]) for r in rows]
     if not carried:  # (a carried fold checked its keys above)
-        _one_form(ctx, node, kt, [kt.decode(r["k"]) for r in rows])
-    updates = {kt.decode(r["k"]): pickle.loads(r["acc"]) for r in rows}
+        _one_form(ctx, node, kt, got)
+    updates = {k: pickle.loads(r["acc"]) for k, r in zip(got, rows)}
     # the type declared with `acc_type=`; without one, from a value of this batch (a reduce
     # has no init: typing the stored values from `None` would read them all as None)
     declared = isinstance(node, n.Fold) and node.meta.elem is not type(node.init) and acc_t != OPAQUE
@@ -292,8 +293,9 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         return project(sf, v, TupleT((INT, sf.vt)))
     assert sf.kt is not None
     rows = sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()
-    _one_form(ctx, node, sf.kt, [sf.kt.decode(r["k"]) for r in rows])
-    counts = {sf.kt.decode(r["k"]): r["n"] for r in rows}
+    keys = [sf.kt.decode(r["k"]) for r in rows]
+    _one_form(ctx, node, sf.kt, keys)
+    counts = {k: r["n"] for k, r in zip(keys, rows)}
     offsets = ctx.state.get_many(key, list(counts))
     ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()})
     off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], INT, list(counts), sf.kt, ordered=False)
