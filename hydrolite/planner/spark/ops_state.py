@@ -134,19 +134,24 @@ def _keyed_algebra(
     assert sf.kt is not None
     grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
+        if has_opaque(sf.kt):
+            _one_form(ctx, node, sf.kt, [sf.kt.decode(r["k"]) for r in grouped.select("k").collect()])
         v = merge_columns(alg, [(F.col(f"p{i}"), t) for i, (_, t) in enumerate(parts)], has_init, init, acc_t)
         out_t = acc_t if has_init else parts[0][1]
         return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
     rows = grouped.collect()
     keys = [sf.kt.decode(r["k"]) for r in rows]
     _one_form(ctx, node, sf.kt, keys)
-    old = ctx.state.get_many(ctx.key(node), keys)
+    by_value = has_opaque(sf.kt)  # (pickled keys: one entry per Python key across batches)
+    if by_value:
+        keys = ctx.state.first_forms(ctx.key(node), keys)
+    old = ctx.state.get_many(ctx.key(node), keys, by_value)
     updates: dict[Any, Any] = {}
     for k, r in zip(keys, rows):
         partials = [t.decode(r[f"p{i}"]) for i, (_, t) in enumerate(parts)]
         has, acc = (True, old[k]) if k in old else (has_init, init)
         updates[k] = merge(alg, acc, has, partials)
-    ctx.state.put_many(ctx.key(node), updates)
+    ctx.state.put_many(ctx.key(node), updates, by_value)
     vt = acc_t if has_init else parts[0][1]
     return KTable(sf.kt, vt, None, ctx.key(node), ctx.state, updates)
 
@@ -188,23 +193,26 @@ def _keyed_python(
     kt = sf.kt
     f = node.f
     starts: dict[Any, Any] = {}
+    by_value = carried and has_opaque(kt)  # (see `_keyed_algebra`)
     if carried:
         keys = [kt.decode(r["k"]) for r in sf.df.select("k").distinct().collect()]
         _one_form(ctx, node, kt, keys)
-        starts = ctx.state.get_many(ctx.key(node), keys)
+        starts = ctx.state.get_many(ctx.key(node), keys, by_value)
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
     rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
     got = [kt.decode(r["k"]) for r in rows]
     if not carried:  # (a carried fold checked its keys above)
         _one_form(ctx, node, kt, got)
+    if by_value:  # (each key in its first form, as a dict keeps it)
+        got = ctx.state.first_forms(ctx.key(node), got)
     updates = {k: pickle.loads(r["acc"]) for k, r in zip(got, rows)}
     # the type declared with `acc_type=`; without one, from a value of this batch (a reduce
     # has no init: typing the stored values from `None` would read them all as None)
     declared = isinstance(node, n.Fold) and node.meta.elem is not type(node.init) and acc_t != OPAQUE
     vt = _acc_type(next(iter(updates.values())), acc_t) if updates and not declared else acc_t
     if carried:
-        ctx.state.put_many(ctx.key(node), updates)
+        ctx.state.put_many(ctx.key(node), updates, by_value)
         return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)
     return KTable(kt, vt, frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False))
 
@@ -246,10 +254,12 @@ def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     if seen is not None:
         return unique_native(sf, seen)
     distinct = _distinct_values(sf)
-    _one_form(ctx, node, TupleT((sf.kt, sf.vt)) if sf.kt is not None else sf.vt, distinct)
-    seen = ctx.state.get_many(ctx.key(node), distinct)
+    t = TupleT((sf.kt, sf.vt)) if sf.kt is not None else sf.vt
+    _one_form(ctx, node, t, distinct)
+    by_value = has_opaque(t)  # (an element equal to one seen in an earlier batch, in another form, is not new)
+    seen = ctx.state.get_many(ctx.key(node), distinct, by_value)
     fresh = [v for v in distinct if v not in seen]
-    ctx.state.put_many(ctx.key(node), {v: True for v in fresh})
+    ctx.state.put_many(ctx.key(node), {v: True for v in fresh}, by_value)
     first = first_occurrences(sf)
     if not fresh:
         return empty_like(sf)
@@ -296,8 +306,9 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     keys = [sf.kt.decode(r["k"]) for r in rows]
     _one_form(ctx, node, sf.kt, keys)
     counts = {k: r["n"] for k, r in zip(keys, rows)}
-    offsets = ctx.state.get_many(key, list(counts))
-    ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()})
+    by_value = has_opaque(sf.kt)  # (an equal key of an earlier batch in another form continues its indexes)
+    offsets = ctx.state.get_many(key, list(counts), by_value)
+    ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()}, by_value)
     off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], INT, list(counts), sf.kt, ordered=False)
     offdf = off.df.select(F.col("k").alias("_ok"), F.col("v").alias("_off"))
     df = sf.df.withColumn("_idx", idx).join(offdf, F.col("k").eqNullSafe(F.col("_ok")), "left")

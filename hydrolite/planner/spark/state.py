@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import ckfs
-from .grouping import stored_form
+from .grouping import group_bytes, stored_form
 from .scratch import scratch_dir
 from .state_remote import RemoteFiles, Writes
 
@@ -54,6 +54,9 @@ CREATE TABLE IF NOT EXISTS delivered (sink TEXT NOT NULL, batch INTEGER NOT NULL
 """
 
 _MISSING = object()
+#: the node beside a by-value state that maps `group_bytes(key)` to the bytes its entry is kept under
+_FORMS = "\x00forms"
+_INDEXED = b"__indexed__"  # (in that node: the index covers every key of the state)
 
 
 def key_bytes(key: Any) -> bytes:
@@ -250,26 +253,67 @@ class BatchState:
         v = self.store._get(node, key, self.batch_id)
         return (False, None) if v is _MISSING else (True, v)
 
-    def get_many(self, node: str, keys: list[Any]) -> dict[Any, Any]:
-        """The stored values of the keys that have one (keys are the decoded Python keys)."""
+    def get_many(self, node: str, keys: list[Any], by_value: bool = False) -> dict[Any, Any]:
+        """The stored values of the keys that have one (keys are the decoded Python keys).
+
+        `by_value`: keys are matched as Python compares them (`1` finds the entry `True` was
+        stored under), for states whose keys Spark handed over as pickles of any form."""
         out: dict[Any, Any] = {}
-        for k in keys:
-            v = self.store._get(node, key_bytes(k), self.batch_id)
+        stored = self._stored_bytes(node, keys, False) if by_value else [key_bytes(k) for k in keys]
+        for k, b in zip(keys, stored):
+            v = self.store._get(node, b, self.batch_id) if b is not None else _MISSING
             if v is not _MISSING:
                 out[k] = v
         return out
 
     def scan(self, node: str) -> Iterator[tuple[Any, Any]]:
-        """Every (key, value) of a keyed state, in a deterministic order."""
+        """Every (key, value) of a keyed state, in a deterministic order (a by-value state's
+        keys in the form each first came in)."""
         for k, v in self.store._scan(node, self.batch_id):
             yield pickle.loads(k), v
 
     def put(self, node: str, value: Any, key: bytes = b"") -> None:
         self._writes[(node, key)] = pickle.dumps(value, protocol=5)
 
-    def put_many(self, node: str, items: dict[Any, Any]) -> None:
-        for k, v in items.items():
-            self._writes[(node, key_bytes(k))] = pickle.dumps(v, protocol=5)
+    def put_many(self, node: str, items: dict[Any, Any], by_value: bool = False) -> None:
+        """Write each key's value; `by_value` (see `get_many`): under the entry of the first
+        form an equal key was stored in, so one Python key keeps one entry across batches."""
+        keys = list(items)
+        stored = self._stored_bytes(node, keys, True) if by_value else [key_bytes(k) for k in keys]
+        for k, b in zip(keys, stored):
+            assert b is not None
+            self._writes[(node, b)] = pickle.dumps(items[k], protocol=5)
+
+    def first_forms(self, node: str, keys: list[Any]) -> list[Any]:
+        """Each key in the form an equal key was first stored in by a by-value state (the key
+        itself when none was): what a Python dict shows as the key, as the simulator's does."""
+        stored = self._stored_bytes(node, keys, False)
+        return [k if b is None else pickle.loads(b) for k, b in zip(keys, stored)]
+
+    def _stored_bytes(self, node: str, keys: list[Any], add: bool) -> list[bytes | None]:
+        """Each key's entry bytes in a by-value state: those of the first form of the key
+        (found through the state's index, `_FORMS`), None for a new key unless `add` (then
+        its own pickle, indexed from this batch on). A state written before the index existed
+        (an older hydrolite's checkpoint) is indexed from its entries on first use."""
+        index = node + _FORMS
+        if not self._read(index, _INDEXED)[0]:
+            for k, _ in self.store._scan(node, self.batch_id):
+                self._writes[(index, group_bytes(pickle.loads(k)))] = pickle.dumps(k, protocol=5)
+            self._writes[(index, _INDEXED)] = pickle.dumps(True, protocol=5)
+        out: list[bytes | None] = []
+        for k in keys:
+            g = group_bytes(k)
+            found, b = self._read(index, g)
+            if not found and add:  # (its own bytes: `-0.0` is shown as it came, as a dict shows it)
+                b = pickle.dumps(k, protocol=5)
+                self._writes[(index, g)] = pickle.dumps(b, protocol=5)
+            out.append(b if found or add else None)
+        return out
+
+    def _read(self, node: str, key: bytes) -> tuple[bool, Any]:
+        """`get`, seeing this batch's own writes first."""
+        pending = self._writes.get((node, key))
+        return (True, pickle.loads(pending)) if pending is not None else self.get(node, key)
 
     def delete(self, node: str, key: bytes = b"") -> None:
         self._writes[(node, key)] = None

@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .state import BatchState
-from .types import HType
+from .types import HType, has_opaque
 
 
 class SFrame:
@@ -198,7 +198,7 @@ class KTable:
         """The values of the given keys (absent keys are left out)."""
         assert self.node is not None and self.state is not None
         missing = [k for k in keys if k not in self.updates and k not in self.deleted]
-        found = self.state.get_many(self.node, missing)
+        found = self.state.get_many(self.node, missing, has_opaque(self.kt))  # (pickled keys: by value)
         found.update({k: self.updates[k] for k in keys if k in self.updates})
         out: dict[Any, Any] = {}
         for k, v in found.items():
