@@ -258,12 +258,14 @@ def _keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> Non
     agg = d.choice(STORE_AGGREGATES)
     fed = store_feed(d, src, agg) if per_key else f"{src.name}.map({d.choice(TO_PAIR)}).into_keyed()"
     other = prog.pick(d, lambda v: _top_stream(v) and v.name == v.source and v.elem == "int") if per_key else None
-    if other is not None and d.int(0, 2) == 0:
-        # a store of a join's pairs (commutative: the pairs have no order), folded by the join's
-        # own processor next to both sides' histories (`placement._Finder.joined`)
+    kept_by = d.int(0, 2) if other is not None else None
+    if kept_by == 0:  # a join's pairs (commutative: no order), folded by its processor (`kept_with.py`)
         agg = d.choice(JOINED_AGGREGATES)
         left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
         fed = f"{src.name}.map({left}).join({other.name}.map({right})).into_keyed().map(lambda ab: ab[0] * 10 + ab[1])"
+    elif kept_by == 1 and src.ordered and fed.endswith(".into_keyed()") and ".keys()" not in fed:
+        # a keyed enumerate()'s pairs, folded by its processor (no draw of its own: others keep theirs)
+        fed = f"{fed}.enumerate().map(lambda iv: iv[0] * 10 + iv[1])"
     kf = prog.new(f"{fed}.{agg}", "ksingle", None, key="int")
     snap = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1", key="int")
     if per_key or d.int(0, 3):  # mostly read per key only (the executor path); else other operators may read it whole

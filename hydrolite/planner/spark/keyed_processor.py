@@ -212,6 +212,10 @@ class SeenFn:
     kind: str  # unique | keys | enumerate
     out: int
     keyed: bool  # unique() of a keyed stream: the element is its (key, value) pair
+    #: an enumerate()'s: the keyed folds of its (index, element) pairs kept in its state
+    #: (`kept_with.py`), and the lookups of them it answers (lookup tag -> the fold's state key)
+    folds: tuple[JoinedFold, ...] = ()
+    asks: dict[int, str] = field(default_factory=dict)
 
 
 #: what a chain's rows are to the state they reach
@@ -257,6 +261,8 @@ class Processor(StatefulProcessor):
         out: list[Any] = []
         if isinstance(fn, JoinFn):
             self._join(fn, k, by_role, out)
+        elif isinstance(fn, SeenFn) and fn.kind == "enumerate":
+            self._enumerate(fn, k, by_role, out)
         elif isinstance(fn, SeenFn):
             self._seen(fn, k, by_role.get(SEEN, []), out)
         else:
@@ -300,20 +306,7 @@ class Processor(StatefulProcessor):
         new_r = [pickle.loads(x)[1] for _, _, x in by_role.get(RIGHT, [])]
         if new_l or new_r:
             pairs = [(a, b) for a in new_l for b in rights] + [(a, b) for a in lefts + new_l for b in new_r]
-            kept = {f.key for f in fn.folds}
-            accs = {key: v for key, v in accs.items() if key in kept}  # (a fold the program dropped)
-            for fold in fn.folds:
-                items: list[Item] = [(NO_ORDER, None, (k, p)) for p in pairs]
-                for op in fold.steps:  # (they keep the key: `placement._Finder.joined`)
-                    items = run_op(op, items)
-                if not items:
-                    continue
-                agg = fold.agg
-                has, acc = accs.get(fold.key, (agg.has_init, agg.init))
-                has, acc = agg.fold(k, has, acc, [v for _, _, v in items])
-                accs[fold.key] = (has, acc)
-                if agg.publish is not None and has:
-                    out.append(answer(agg.publish, NO_ORDER, k, acc))
+            accs = _fold_kept(fn.folds, k, [(NO_ORDER, None, (k, p)) for p in pairs], accs, out)
             # (without folds the stored value stays a two-tuple, as before they existed)
             value = (lefts + new_l, rights + new_r, accs) if accs else (lefts + new_l, rights + new_r)
             self.value.update((pickle.dumps(value, protocol=5),))
@@ -345,19 +338,33 @@ class Processor(StatefulProcessor):
                 )
             )
 
-    def _seen(self, fn: SeenFn, k: Any, rows: list[Row], out: list[Any]) -> None:
-        """The key's new elements: for `enumerate`, each with its index (continuing from the
-        key's count); otherwise its first element, unless an earlier batch saw the key."""
-        if not rows:
+    def _enumerate(self, fn: SeenFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
+        """The key's new elements, each with its index (continuing from the key's count), in
+        arrival order; then the folds kept with it fold those pairs (in that order) and the
+        lookups of them are answered. Its state: the count, or `(count, accs)` once a fold is
+        kept with it (a count alone reads as no folds yet)."""
+        rows = by_role.get(SEEN, [])
+        if not rows and not fn.asks:
             return
         stored = self._stored()
-        if fn.kind == "enumerate":
-            start = 0 if stored is None else stored
+        start, accs = stored if isinstance(stored, tuple) else (stored or 0, {})
+        if rows:
+            items: list[Item] = []
             for i, (_, o, x) in enumerate(rows):
                 key, v = pickle.loads(x)  # (each element keeps its key's form, as the simulator's)
                 out.append(answer(fn.out, o, key, (start + i, v)))
-            self.value.update((pickle.dumps(start + len(rows), protocol=5),))
+                items.append((o, key, (start + i, v)))
+            accs = _fold_kept(fn.folds, k, items, accs, out)
+            kept = (start + len(rows), accs) if accs else start + len(rows)
+            self.value.update((pickle.dumps(kept, protocol=5),))
+        _answer_lookups(by_role, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+
+    def _seen(self, fn: SeenFn, k: Any, rows: list[Row], out: list[Any]) -> None:
+        """The key's first element, unless an earlier batch saw the key (`unique()` of it, or
+        its `keys()`)."""
+        if not rows:
             return
+        stored = self._stored()
         if stored is not None:  # seen in an earlier batch
             return
         self.value.update((pickle.dumps(True, protocol=5),))
@@ -372,6 +379,30 @@ class Processor(StatefulProcessor):
 
     def close(self) -> None:
         """Nothing to release: the state is Spark's, the rows were answered."""
+
+
+def _fold_kept(
+    folds: tuple[JoinedFold, ...], k: Any, elements: list[Item], accs: dict[str, Any], out: list[Any]
+) -> dict[str, Any]:
+    """Key `k`'s new `elements` of a join or an `enumerate()` through each fold kept with it
+    (`kept_with.py`: its steps keep the key), folded into its accumulator in `accs` (fold's
+    state key -> (has, acc)); an accumulator of a fold the program no longer has is dropped.
+    A fold read by another query sends its key's new value."""
+    kept = {f.key for f in folds}
+    accs = {key: v for key, v in accs.items() if key in kept}
+    for fold in folds:
+        items = elements
+        for op in fold.steps:
+            items = run_op(op, items)
+        if not items:
+            continue
+        agg = fold.agg
+        has, acc = accs.get(fold.key, (agg.has_init, agg.init))
+        has, acc = agg.fold(k, has, acc, [v for _, _, v in items])
+        accs[fold.key] = (has, acc)
+        if agg.publish is not None and has:
+            out.append(answer(agg.publish, NO_ORDER, k, acc))
+    return accs
 
 
 def _answer_lookups(by_role: dict[str, list[Row]], value_of: Callable[[int], tuple[bool, Any]], out: list[Any]) -> None:

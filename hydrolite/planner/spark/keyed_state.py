@@ -323,6 +323,7 @@ class ExecutorRegion:
         # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
         join_key: dict[int, str] = {}  # a join's node -> its state key
         join_out: dict[int, HType] = {}  # a join's node -> the type of its output elements
+        enum_kt: dict[int, HType | None] = {}  # a keyed enumerate()'s node -> its key type
         for j in region.joins:
             key, cross = keys[id(j.node)], isinstance(j.node, n.CrossProduct)
             split = Op("values" if cross else "into_keyed", False, None, _site(j.node, stage))  # cross: key None
@@ -330,6 +331,13 @@ class ExecutorRegion:
             rt, _ = self._chain(j.right, key, RIGHT, split)
             join_key[id(j.node)], join_out[id(j.node)] = key, TupleT((lt, rt)) if cross else _join_type(lt, rt)
             self.answers[id(j.node)] = (j.left.tag, None, join_out[id(j.node)])
+        # then the keyed enumerate()s: the folds kept with one start from its (index, element) pairs
+        for s in region.seen:
+            if isinstance(s.node, n.Enumerate):
+                key = keys[id(s.node)]
+                _, kt = self._seen(s, key)
+                join_key[id(s.node)], join_out[id(s.node)] = key, self.answers[id(s.node)][2]
+                enum_kt[id(s.node)] = kt
         # slot -> the state key its rows and its lookups' requests are grouped under
         group = {s.slot: join_key[id(s.joined.input)] if s.joined else key_of[s.slot] for s in region.states}
         folds: dict[str, list[JoinedFold]] = {key: [] for key in join_key.values()}
@@ -342,7 +350,8 @@ class ExecutorRegion:
                 else AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
             )
             if st.joined is not None:
-                vt, kt = chain_types(st.joined, join_out[id(st.joined.input)], None)
+                keeper = id(st.joined.input)
+                vt, kt = chain_types(st.joined, join_out[keeper], enum_kt.get(keeper))
                 folds[group[st.slot]].append(JoinedFold(key_of[st.slot], agg, self._ops(st.joined)))
             else:
                 vt, kt = self._fed(st.chains, key_of[st.slot])
@@ -365,6 +374,8 @@ class ExecutorRegion:
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
         seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in join_key.values()}
         for s in region.seen:
+            if isinstance(s.node, n.Enumerate):  # (above)
+                continue
             if s.joined is None:
                 self._seen(s, keys[id(s.node)])
                 continue
@@ -379,8 +390,13 @@ class ExecutorRegion:
             key = join_key[id(j.node)]
             fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
             self.aggs[key] = replace(fn, seen=tuple(seen_by[key]))
+        for e in enum_kt:
+            key = join_key[e]
+            seen_fn = self.aggs[key]
+            assert isinstance(seen_fn, SeenFn)
+            self.aggs[key] = replace(seen_fn, folds=tuple(folds[key]), asks=dict(asks[key]))
 
-    def _seen(self, s: ExecutorSeen, key: str) -> None:
+    def _seen(self, s: ExecutorSeen, key: str) -> tuple[HType, HType | None]:
         """`unique()` / `keys()` / keyed `enumerate()` per key: its chains' elements grouped by
         what it remembers (for `unique()`, the element itself), its new elements answered in
         arrival order, typed as the driver path types them (`ops.unique`, `ops.keys`,
@@ -399,6 +415,7 @@ class ExecutorRegion:
             self.answers[id(node)] = (tag, kt if keyed else None, vt)
         if self.answers[id(node)][1] is None:
             self.ordered.add(id(node))
+        return vt, kt
 
     def _fed(
         self, chains: tuple[Chain, ...], state: str, role: str = FOLD, last: Op | None = None

@@ -71,6 +71,7 @@ from .channel_versions import published_by, read_whole
 from .held import may_wait_for
 from .kept_homes import KEEPABLE, kept_why, recorded_homes
 from .kept_steps import ABSORBED_WHY, absorbed
+from .kept_with import keeper_steps, keeping_enumerates
 from .keyed_option import resolve_keyed_state, resolve_native
 from .native_state import OCCURRENCES, NativeState, native_of
 from .native_state import WHY as NATIVE_WHY
@@ -84,7 +85,6 @@ from .placement_why import (
     WHOLE,
     deferred_rows,
     history_why,
-    keeps_key,
     marks_why,
     not_partitioned,
     read_whole_why,
@@ -238,6 +238,9 @@ def place(
     seen_here: list[ExecutorSeen] = []  # unique() / keys() / keyed enumerate() per key
     natives: list[NativeState] = []
     placements: list[Placement] = []
+    # keyed enumerate()s whose output feeds a keyed aggregate placed per key: their processor
+    # keeps it (`kept_with.py`), so they take it rather than a native count
+    keeps = keeping_enumerates(stage, held, lambda e: not isinstance(finder.seen_of(e), str)) if executors else set()
     for node in stage.stateful:
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
         join, occurrences = isinstance(node, JOINS), isinstance(node, OCCURRENCES)  # (occurrences: native counts)
@@ -250,7 +253,12 @@ def place(
         )
         why_here = kept_why(rec) if moved else why_driver
         not_native, held_note = "", f"; {why_here}" if moved and hold else ""
-        if (native_here or rec == "native") and hold is None and (keyed_aggregate or occurrences):
+        if (
+            (native_here or rec == "native")
+            and hold is None
+            and (keyed_aggregate or occurrences)
+            and id(node) not in keeps
+        ):
             found_native = native_of(
                 node, finder.inputs, finder.users, finder._blocker(), whole_ok=executors or bool(rec)
             )
@@ -294,6 +302,8 @@ def place(
                 placements.append(Placement(node, False, seen + not_native))
             else:
                 seen_here.append(seen)
+                if isinstance(node, n.Enumerate):
+                    finder.enumerates.add(id(node))
                 marks = marks_why(seen.chains)
                 if seen.joined is not None:
                     marks = f"; kept by join() {where(seen.joined.input)}: the elements of each join key it passed on"
@@ -311,7 +321,9 @@ def place(
             readers.append("another query, as the keys each batch updated (channel_versions.py)")
         fed, marks = "fed per element", marks_why([*state.chains, *(x.chain for x in its_lookups)])
         if state.joined is not None:  # (then the native path's reason is moot: it reads query inputs)
-            fed, not_native = f"folded by join() {where(state.joined.input)} from its new pairs, under its key", ""
+            keeper = state.joined.input
+            news = "new pairs" if isinstance(keeper, n.Join) else "new (index, element) pairs"
+            fed, not_native = f"folded by {keeper.op}() {where(keeper)} from its {news}, under its key", ""
         if state.whole:
             per_key = f"; per key by {', '.join(readers)}" if readers else ""
             why = f"keyed, {fed}; {read_whole(list(state.whole))}{per_key}{marks}{not_native}{held_note}"
@@ -370,6 +382,7 @@ class _Finder:
             self.users.setdefault(id(ch.node), []).append(ch.node)
         self.tags = 0
         self.joins: dict[int, ExecutorJoin] = {}  # the query's joins kept per key on the executors
+        self.enumerates: set[int] = set()  # its keyed enumerate()s kept per key on the executors
 
     def _blocker(self) -> str | None:
         if not self.stage.streaming:
@@ -558,43 +571,13 @@ class _Finder:
         return state, lookups
 
     def joined(self, node: n.Node) -> Chain | str | None:
-        """The steps from the output of a join kept per key on the executors (`self.joins`)
-        to `node`'s input, when each keeps the element's key: the join's processor can then
-        fold its new pairs under its own grouping key. None when no such join feeds `node`
-        (the chain's reason stands); a string: why this one cannot be folded there.
-
-        Steps that keep the key: `filter()`, and `map()` returning `(kv[0], ...)`, of the
-        join's `(k, (v1, v2))` elements; `into_keyed()`; then a keyed stream's per-value
-        `map`/`filter`/`filter_map`/`flat_map`; and the identity steps."""
-        steps: list[n.Node] = []
-        x = node.children[0]
-        while not isinstance(x, n.Join):
-            if isinstance(x, _IDENTITY):
-                x = x.children[0]
-            elif isinstance(x, _ELEMENTWISE) and x.children[0].meta.kind.streamlike and self.stage.member(x):
-                steps.append(x)
-                x = x.children[0]
-            else:
-                return None
-        join = x
-        if id(join) not in self.joins:
-            return None
-        steps.reverse()
-        at = f"the output of join() {where(join)}"
-        if not (isinstance(node, (n.Count, *_DISTINCT)) or (isinstance(node, (n.Fold, n.Reduce)) and node.commutative)):
-            return f"{at} has no order: only a commutative fold or reduce, a count, unique() or keys() is kept by it"
-        keyed = False
-        for op in steps:
-            if isinstance(op, n.IntoKeyed) and not keyed:
-                keyed = True
-            elif isinstance(op, (n.Entries, n.Values, n.IntoKeyed)):
-                return (
-                    f"{at} is keyed again by {op.op}() {where(op)}: only steps that keep the join's key reach its state"
-                )
-            elif not keyed and not (isinstance(op, n.Filter) or (isinstance(op, n.Map) and keeps_key(op.f))):
-                return (
-                    f"{op.op}() {where(op)} may change the join's key: only filter() and a map() returning (kv[0], ...) "
-                    "keep it before into_keyed()"
-                )
+        """The steps from the output of a join or keyed `enumerate()` kept per key on the
+        executors (`self.joins`, `self.enumerates`) to `node`'s input, when each keeps the
+        element's key: that operator's processor can then keep `node`'s state under its own
+        grouping key (`kept_with.py`). None when none feeds `node` (the chain's reason stands);
+        a string: why this one cannot keep it."""
+        found = keeper_steps(node, self.stage, {*self.joins, *self.enumerates})
+        if found is None or isinstance(found, str):
+            return found
         self.tags += 1
-        return Chain(self.tags - 1, join, tuple(steps))
+        return Chain(self.tags - 1, *found)
