@@ -247,6 +247,7 @@ def test_keys_of_an_unknown_type_are_one_key_across_batches(
     keeps it), a lookup's and an `enumerate()`'s in the element's own form; an element equal
     to one seen in an earlier batch is not new to `unique()`."""
     steps, want = FIRST_FORMS[keyed_state]
+    want = {**want, "numbered": want["sums"]}
     flow = hl.FlowBuilder("opaque_forms")
     p = flow.process(P)
     t, al = p.tick(), p.local_align_point()
@@ -257,6 +258,9 @@ def test_keys_of_an_unknown_type_are_one_key_across_batches(
         ks.count().snapshot_aligned(t, al, ND)
     ).entries().all_ticks().sink("asked")
     ks.enumerate().entries().sink("indexed")
+    # a fold kept with the enumerate on the executors (`kept_with.py`): the same sums, keys in their first form
+    numbered = ks.enumerate().map(lambda iv: iv[1]).fold(0, lambda a, x: a + x)
+    numbered.snapshot_aligned(t, al, ND).entries().all_ticks().sink("numbered")
     xs.map(opaque_form).unique().sink("distinct")
     xs.release_aligned(al).sink("ack")
     runner = FlowRunner(
@@ -273,6 +277,9 @@ def test_keys_of_an_unknown_type_are_one_key_across_batches(
         for port in want
     }
     assert got == want
+    if keyed_state == "executors":
+        placed = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
+        assert any("folded by enumerate()" in p.why for p in placed), [p.describe() for p in placed]
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
 

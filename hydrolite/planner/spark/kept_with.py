@@ -57,7 +57,10 @@ def keeper_steps(
     if id(keeper) not in keepers:
         return None
     steps.reverse()
-    at = f"the output of {keeper.op}() {where(keeper)}"
+    at, whose = (
+        f"the output of {keeper.op}() {where(keeper)}",
+        f"the {keeper.op}()'s key" if keeper.op != "join" else "the join's key",
+    )
     if isinstance(keeper, n.Enumerate):
         if not isinstance(node, EXECUTOR_AGGREGATES):
             return None  # (a unique() / keys() of it keeps its own state)
@@ -70,11 +73,11 @@ def keeper_steps(
         elif isinstance(op, n.Entries) and keyed and isinstance(keeper, n.Enumerate):
             keyed = False  # (its (key, (index, element)) pairs, keyed again by into_keyed() below)
         elif isinstance(op, (n.Entries, n.Values, n.IntoKeyed)):
-            return f"{at} is keyed again by {op.op}() {where(op)}: only steps that keep its key reach its state"
+            return f"{at} is keyed again by {op.op}() {where(op)}: only steps that keep {whose} reach its state"
         elif not keyed and not (isinstance(op, n.Filter) or (isinstance(op, n.Map) and keeps_key(op.f))):
             return (
-                f"{op.op}() {where(op)} may change the key of {at}: only filter() and a map() returning (kv[0], ...) "
-                "keep it before into_keyed()"
+                f"{op.op}() {where(op)} may change {whose}: only filter() and a map() returning (kv[0], ...) "
+                f"keep it before into_keyed() ({at})"
             )
     return keeper, tuple(steps)
 

@@ -314,7 +314,7 @@ class Processor(StatefulProcessor):
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
             for js in fn.seen:
                 self._joined_seen(js, k, pairs, out)
-        _answer_lookups(by_role, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+        _answer_lookups(by_role, lambda tag: _kept_value(accs, fn.asks[tag]), out)
 
     def _joined_seen(self, js: JoinedSeen, k: Any, pairs: list[Any], out: list[Any]) -> None:
         """The elements of join key `k`'s new `pairs` (through `js.steps`) it never passed on."""
@@ -357,7 +357,7 @@ class Processor(StatefulProcessor):
             accs = _fold_kept(fn.folds, k, items, accs, out)
             kept = (start + len(rows), accs) if accs else start + len(rows)
             self.value.update((pickle.dumps(kept, protocol=5),))
-        _answer_lookups(by_role, lambda tag: accs.get(fn.asks[tag], (False, None)), out)
+        _answer_lookups(by_role, lambda tag: _kept_value(accs, fn.asks[tag]), out)
 
     def _seen(self, fn: SeenFn, k: Any, rows: list[Row], out: list[Any]) -> None:
         """The key's first element, unless an earlier batch saw the key (`unique()` of it, or
@@ -397,12 +397,19 @@ def _fold_kept(
         if not items:
             continue
         agg = fold.agg
-        has, acc = accs.get(fold.key, (agg.has_init, agg.init))
-        has, acc = agg.fold(k, has, acc, [v for _, _, v in items])
-        accs[fold.key] = (has, acc)
+        has, acc, *first = accs.get(fold.key, (agg.has_init, agg.init))
+        key = first[0] if first else k  # (the form the key first came in: `AggFn.first_form`)
+        has, acc = agg.fold(key, has, acc, [v for _, _, v in items])
+        accs[fold.key] = (has, acc, key) if agg.first_form else (has, acc)
         if agg.publish is not None and has:
-            out.append(answer(agg.publish, NO_ORDER, k, acc))
+            out.append(answer(agg.publish, NO_ORDER, key, acc))
     return accs
+
+
+def _kept_value(accs: dict[str, Any], key: str | None) -> tuple[bool, Any]:
+    """(has, value) of the fold kept under state key `key` (absent: none yet)."""
+    entry = accs.get(key, (False, None)) if key is not None else (False, None)
+    return entry[0], entry[1]
 
 
 def _answer_lookups(by_role: dict[str, list[Row]], value_of: Callable[[int], tuple[bool, Any]], out: list[Any]) -> None:

@@ -352,11 +352,14 @@ class ExecutorRegion:
             if st.joined is not None:
                 keeper = id(st.joined.input)
                 vt, kt = chain_types(st.joined, join_out[keeper], enum_kt.get(keeper))
-                folds[group[st.slot]].append(JoinedFold(key_of[st.slot], agg, self._ops(st.joined)))
             else:
                 vt, kt = self._fed(st.chains, key_of[st.slot])
-                first_form = st.publish is not None and has_opaque(kt)  # (published keys merge by their bytes)
-                self.aggs[key_of[st.slot]] = replace(agg, first_form=True) if first_form else agg
+            if st.publish is not None and has_opaque(kt):  # (published keys merge by their bytes)
+                agg = replace(agg, first_form=True)
+            if st.joined is not None:
+                folds[group[st.slot]].append(JoinedFold(key_of[st.slot], agg, self._ops(st.joined)))
+            else:
+                self.aggs[key_of[st.slot]] = agg
             fed[st.slot] = vt
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
