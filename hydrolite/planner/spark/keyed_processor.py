@@ -16,7 +16,7 @@ A join keeps `(lefts, rights)` per key; with folds kept next to it, `(lefts, rig
 `accs` mapping each fold's state key to `(has, acc)`. The two-tuple reads as "no folds yet",
 so a checkpoint written before a fold was kept with its join resumes unchanged. What a
 `unique()` / `keys()` saw is `True` under the element (key) seen; a keyed `enumerate()`
-keeps its key's count.
+keeps its key's count, and `(count, accs)` once folds are kept with it (`kept_with.py`).
 """
 
 from __future__ import annotations
@@ -168,9 +168,11 @@ class AggFn:
 
 @dataclass(frozen=True)
 class JoinedFold:
-    """A commutative keyed fold of a join's output, kept in the join's state: the join's new
-    pairs of a key, as elements `(k, (a, b))`, go through `steps` (each keeps the key) and are
-    folded into the accumulator stored under `key` (the fold's stable state key)."""
+    """A keyed fold of a join's output (commutative: the pairs have no order) or of a keyed
+    `enumerate()`'s, kept in that operator's state (`kept_with.py`): its new elements of a key
+    — a join's pairs as `(k, (a, b))`, an enumerate's `(index, element)` values in arrival
+    order — go through `steps` (each keeps the key) and are folded into the accumulator
+    stored under `key` (the fold's stable state key)."""
 
     key: str
     agg: AggFn

@@ -321,27 +321,27 @@ class ExecutorRegion:
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
         # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
-        join_key: dict[int, str] = {}  # a join's node -> its state key
-        join_out: dict[int, HType] = {}  # a join's node -> the type of its output elements
+        keeper_key: dict[int, str] = {}  # a join's (or keyed enumerate()'s) node -> its state key
+        keeper_out: dict[int, HType] = {}  # ... -> the type of its output elements
         enum_kt: dict[int, HType | None] = {}  # a keyed enumerate()'s node -> its key type
         for j in region.joins:
             key, cross = keys[id(j.node)], isinstance(j.node, n.CrossProduct)
             split = Op("values" if cross else "into_keyed", False, None, _site(j.node, stage))  # cross: key None
             lt, _ = self._chain(j.left, key, LEFT, split)
             rt, _ = self._chain(j.right, key, RIGHT, split)
-            join_key[id(j.node)], join_out[id(j.node)] = key, TupleT((lt, rt)) if cross else _join_type(lt, rt)
-            self.answers[id(j.node)] = (j.left.tag, None, join_out[id(j.node)])
+            keeper_key[id(j.node)], keeper_out[id(j.node)] = key, TupleT((lt, rt)) if cross else _join_type(lt, rt)
+            self.answers[id(j.node)] = (j.left.tag, None, keeper_out[id(j.node)])
         # then the keyed enumerate()s: the folds kept with one start from its (index, element) pairs
         for s in region.seen:
             if isinstance(s.node, n.Enumerate):
                 key = keys[id(s.node)]
                 _, kt = self._seen(s, key)
-                join_key[id(s.node)], join_out[id(s.node)] = key, self.answers[id(s.node)][2]
+                keeper_key[id(s.node)], keeper_out[id(s.node)] = key, self.answers[id(s.node)][2]
                 enum_kt[id(s.node)] = kt
         # slot -> the state key its rows and its lookups' requests are grouped under
-        group = {s.slot: join_key[id(s.joined.input)] if s.joined else key_of[s.slot] for s in region.states}
-        folds: dict[str, list[JoinedFold]] = {key: [] for key in join_key.values()}
-        asks: dict[str, list[tuple[int, str]]] = {key: [] for key in join_key.values()}
+        group = {s.slot: keeper_key[id(s.joined.input)] if s.joined else key_of[s.slot] for s in region.states}
+        folds: dict[str, list[JoinedFold]] = {key: [] for key in keeper_key.values()}
+        asks: dict[str, list[tuple[int, str]]] = {key: [] for key in keeper_key.values()}
         fed: dict[int, HType] = {}  # slot -> the type of the elements its chains end with
         for st in region.states:
             agg = (
@@ -351,7 +351,7 @@ class ExecutorRegion:
             )
             if st.joined is not None:
                 keeper = id(st.joined.input)
-                vt, kt = chain_types(st.joined, join_out[keeper], enum_kt.get(keeper))
+                vt, kt = chain_types(st.joined, keeper_out[keeper], enum_kt.get(keeper))
             else:
                 vt, kt = self._fed(st.chains, key_of[st.slot])
             if st.publish is not None and has_opaque(kt):  # (published keys merge by their bytes)
@@ -375,26 +375,26 @@ class ExecutorRegion:
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
-        seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in join_key.values()}
+        seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in keeper_key.values()}
         for s in region.seen:
             if isinstance(s.node, n.Enumerate):  # (above)
                 continue
             if s.joined is None:
                 self._seen(s, keys[id(s.node)])
                 continue
-            vt, kt = chain_types(s.joined, join_out[id(s.joined.input)], None)
+            vt, kt = chain_types(s.joined, keeper_out[id(s.joined.input)], None)
             kind, keyed = "keys" if isinstance(s.node, n.Keys) else "unique", s.node.children[0].meta.kind.keyed
             js = JoinedSeen(keys[id(s.node)], s.joined.tag, kind, keyed, self._ops(s.joined))
-            seen_by[join_key[id(s.joined.input)]].append(js)
+            seen_by[keeper_key[id(s.joined.input)]].append(js)
             self.answers[id(s.node)] = (
                 (js.out, None, kt or OPAQUE) if kind == "keys" else (js.out, kt if keyed else None, vt)
             )
         for j in region.joins:
-            key = join_key[id(j.node)]
+            key = keeper_key[id(j.node)]
             fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
             self.aggs[key] = replace(fn, seen=tuple(seen_by[key]))
         for e in enum_kt:
-            key = join_key[e]
+            key = keeper_key[e]
             seen_fn = self.aggs[key]
             assert isinstance(seen_fn, SeenFn)
             self.aggs[key] = replace(seen_fn, folds=tuple(folds[key]), asks=dict(asks[key]))

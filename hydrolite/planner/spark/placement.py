@@ -26,8 +26,9 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far),
 and fold their pairs into the commutative keyed aggregates that read them through steps
-keeping the join's key (`_Finder.joined`); any other join of unbounded streams keeps each
-side's history as Parquet the executors write (`history.py`), never on the driver.
+keeping the join's key (`kept_with.py`; a keyed `enumerate()` keeps the aggregates of its
+pairs the same way); any other join of unbounded streams keeps each side's history as Parquet
+the executors write (`history.py`), never on the driver.
 
 **Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
 folding a query input directly, and read only by lookups whose requested keys the same

@@ -55,9 +55,9 @@ class ExecutorState:
     whole: tuple[n.Node, ...] = ()
     #: another query reads it (channel_versions.py)
     published: bool = False
-    #: fed by a join of unbounded streams kept per key on the executors instead of by
-    #: `chains` (`_Finder.joined`): the join's node, and the steps from its output, each
-    #: keeping the join's key; the join's processor folds its new pairs (`keyed_processor`)
+    #: fed by a join of unbounded streams, or a keyed `enumerate()`, kept per key on the
+    #: executors instead of by `chains` (`kept_with.py`): that node, and the steps from its
+    #: output, each keeping its key; its processor folds its new elements (`keyed_processor`)
     joined: Chain | None = None
 
 
