@@ -9,7 +9,9 @@ One program — `source("xs", int).unique().sink("new")`, or with `--op enumerat
 `keyed_source("xs", int, int).enumerate().entries().sink("new")`, or with `--op
 distinct-per-key` the number of distinct values of every key each batch touched
 (`ks.unique().count()`, asked by the batch's `keys()`: the count's state keeps the values each
-key saw, `region.Chain.kept`, executors vs driver) — reads the same Parquet
+key saw, `region.Chain.kept`, executors vs driver), or with `--op enumerate-fold` an
+order-sensitive fold of each key's `enumerate()` pairs asked the same way (kept by the
+enumerate's processor, `kept_with.py`, executors vs driver) — reads the same Parquet
 files (`maxFilesPerTrigger=1`: one file per micro-batch) twice per round in one process, once
 with `keyed_state="auto"` (native) and once with `keyed_state="driver"`. Each batch repeats
 elements (keys) of its own and of earlier batches. Every output is checked: each distinct
@@ -21,6 +23,7 @@ carries its index within its key over all batches.
     python benchmarks/bench_unique.py --op enumerate         # the same rows as keys, each value its row number
     python benchmarks/bench_unique.py --through-python [--op enumerate]   # executor region vs driver
     python benchmarks/bench_unique.py --op distinct-per-key    # executor region vs driver
+    python benchmarks/bench_unique.py --op enumerate-fold      # executor region vs driver
     python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
 
 Prints, per path, the median time of the `availableNow` query, input rows/s, the driver
@@ -58,10 +61,13 @@ def build(op: str, python: bool = False) -> Any:
     if op == "enumerate":
         ks = reader.keyed_source("xs", int, int)
         (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
-    elif op == "distinct-per-key":
+    elif op in ("distinct-per-key", "enumerate-fold"):
         ks, tick = reader.keyed_source("xs", int, int), reader.tick()
         nd = hl.nondet("bench: each micro-batch asks for the keys it touched")
-        counts = ks.unique().count().snapshot(tick, nd)
+        if op == "enumerate-fold":  # (an order-sensitive fold of each key's (index, row number) pairs)
+            counts = ks.enumerate().fold(0, lambda a, iv: (a * 31 + iv[0] + iv[1]) % 1_000_003).snapshot(tick, nd)
+        else:
+            counts = ks.unique().count().snapshot(tick, nd)
         asked = ks.batch(tick, nd).keys().map(lambda k: (k, 0)).into_keyed()
         asked.lookup_keyed_singleton(counts).entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("new")
     else:
@@ -83,6 +89,7 @@ def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "uniq
     want: dict[Any, int] = {}
     seen: dict[int, int] = {}
     pairs: dict[int, set[int]] = {}
+    acc: dict[int, int] = {}
     for b in range(batches):
         xs = [(b * rows + i) * 7919 % elements for i in range(rows)]
         if op == "distinct-per-key":
@@ -91,6 +98,12 @@ def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "uniq
                 pairs.setdefault(x, set()).add(v)
             want.update({(b, x): len(pairs[x]) for x in set(xs)})
             table = pa.table({"key": xs, "value": vs})
+        elif op == "enumerate-fold":
+            for i, x in enumerate(xs):
+                seen[x] = seen.get(x, 0) + 1
+                acc[x] = (acc.get(x, 0) * 31 + seen[x] - 1 + b * rows + i) % 1_000_003
+            want.update({(b, x): acc[x] for x in set(xs)})
+            table = pa.table({"key": xs, "value": list(range(b * rows, (b + 1) * rows))})
         elif op == "enumerate":
             for i, x in enumerate(xs):
                 want[b * rows + i] = seen.get(x, 0)
@@ -120,7 +133,7 @@ def run(
         keyed_state=keyed_state,
     )
     placements = [p for st in runner.plan.stages if st.placement is not None for p in st.placement.placements]
-    placed = placements[-1]  # (distinct-per-key: the count, after the unique() it folds)
+    placed = placements[-1]  # (distinct-per-key: the count, after the unique() it folds; enumerate-fold: the fold)
     reset_peak(os.getpid())
     before = status(os.getpid(), "VmHWM")
     t0 = time.perf_counter()
@@ -129,7 +142,7 @@ def run(
     elapsed = time.perf_counter() - t0
     grew = max(0, status(os.getpid(), "VmHWM") - before)  # the kernel updates the peak lazily: a few KB below is 0
     runner.stop()
-    if op == "distinct-per-key":  # (key, count) rows, one per key a batch touched
+    if op in ("distinct-per-key", "enumerate-fold"):  # (key, value) rows, one per key a batch touched
         rows = spark.read.parquet(f"{out}/new").select(F.col("batch_id"), F.col("_1"), F.col("_2")).collect()
         written = [((b, k), c) for b, k, c in rows]
         assert len(written) == len(first), f"{len(written)} answers written, {len(first)} (batch, key) asked"
@@ -151,7 +164,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=250_000, help="rows per batch")
     ap.add_argument("--elements", type=int, default=600_000, help="distinct values the rows are drawn from")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--op", choices=("unique", "enumerate", "distinct-per-key"), default="unique")
+    ap.add_argument("--op", choices=("unique", "enumerate", "distinct-per-key", "enumerate-fold"), default="unique")
     ap.add_argument("--through-python", action="store_true", help="elements through a Python function first")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--hydrolite-src", default=ROOT)
@@ -167,7 +180,7 @@ def main() -> None:
         total = args.batches * args.rows
         warm = os.path.join(base, "warm")
         warm_first = write_inputs(warm, 2, 1000, 1500, args.op)
-        first_mode = "executors" if args.through_python or args.op == "distinct-per-key" else "auto"
+        first_mode = "executors" if args.through_python or args.op in ("distinct-per-key", "enumerate-fold") else "auto"
         modes = (first_mode, "driver")
         for ks in modes:
             run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op, args.through_python)
