@@ -10,12 +10,10 @@ from typing import Any
 import pytest
 
 import hydrolite as hl
-from hydrolite import nondet
 from hydrolite.ir import nodes as n
-from hydrolite.planner.spark.placement import Placement, place_all
-from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.placement import Placement
+from tests.core.test_join_fold_placement import asked_and_placed
 
-ND = nondet("any prefix of the events")
 AGGREGATES = ("fold", "reduce", "count", "first", "last")
 
 
@@ -30,12 +28,7 @@ def _placed(fold: Callable[[Any], Any], keyed_state: str = "executors") -> tuple
     p = flow.process(P)
     numbered = p.source("xs", tuple[int, int]).into_keyed().enumerate()
     tick = p.tick()
-    table = fold(numbered).snapshot(tick, ND)
-    asks = p.source("ask", int).batch(tick, ND).map(lambda a: (a, a)).into_keyed()
-    asks.lookup_keyed_singleton(table).entries().all_ticks().sink("out")
-    plan = plan_flow(flow.finalize())
-    place_all(plan, keyed_state, "local[2]")
-    (stage,) = plan.stages
+    stage = asked_and_placed(flow, p, tick, fold(numbered), keyed_state)
     assert stage.placement is not None
     (found,) = [x for x in stage.placement.placements if x.node.op in AGGREGATES]
     (enumerate_,) = [x for x in stage.placement.placements if x.node.op == "enumerate"]

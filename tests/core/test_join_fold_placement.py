@@ -14,7 +14,7 @@ from hydrolite import nondet
 from hydrolite.ir import nodes as n
 from hydrolite.planner.spark.placement import Placement, place_all
 from hydrolite.planner.spark.placement_why import keeps_key
-from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.stages import Stage, plan_flow
 
 ND = nondet("any prefix of the pairs")
 
@@ -29,15 +29,22 @@ def _placed(fold: Callable[[Any], Any], keyed_state: str = "executors") -> tuple
     p = flow.process(P)
     pairs = p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, str]))
     tick = p.tick()
-    table = fold(pairs).snapshot(tick, ND)
+    stage = asked_and_placed(flow, p, tick, fold(pairs), keyed_state)
+    assert stage.placement is not None
+    (found,) = [x for x in stage.placement.placements if x.node.op in ("fold", "reduce", "count", "first")]
+    return found, stage.placement.region
+
+
+def asked_and_placed(flow: hl.FlowBuilder, p: Any, tick: Any, state: Any, keyed_state: str) -> Stage:
+    """The one stage of `flow` once the keyed `state` is read per key by the requests of
+    another source batched into `tick`, its states placed as `keyed_state` puts them."""
+    table = state.snapshot(tick, ND)
     asks = p.source("ask", int).batch(tick, ND).map(lambda a: (a, a)).into_keyed()
     asks.lookup_keyed_singleton(table).entries().all_ticks().sink("out")
     plan = plan_flow(flow.finalize())
     place_all(plan, keyed_state, "local[2]")
     (stage,) = plan.stages
-    assert stage.placement is not None
-    (found,) = [x for x in stage.placement.placements if x.node.op in ("fold", "reduce", "count", "first")]
-    return found, stage.placement.region
+    return stage
 
 
 @pytest.mark.parametrize(
