@@ -49,7 +49,7 @@ def _crossing_table(prog: Program, d: Draw) -> None:
     filtered, read per key by another tick: two queries joined by a keyed singleton channel, which crosses as
     deltas when the producer keeps the state on the executors (`channel_versions.py`). The two
     ticks are new ones, so no other operator merges them."""
-    from .progen import STORE_AGGREGATES
+    from .progen_store import STORE_AGGREGATES  # (it imports this module)
 
     v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.elem == "int" and v.ordered)
     asks = prog.pick(d, lambda v: v.kind == "stream" and v.tick is None and v.name == v.source and v.elem == "int")
@@ -182,22 +182,3 @@ def seen_sink(prog: Program, d: Draw, src: Var) -> None:
     seen = [f"{keyed}.unique().entries()", f"{keyed}.keys()", f"{keyed}.enumerate().entries()"]
     seen.append(f"{src.name}.map({d.choice(INT_MAPS)}).unique()")
     prog.sinks.append(f'{d.choice(seen)}.sink("seen")')
-
-
-def store_feed(d: Draw, src: Var, agg: str) -> str:
-    """What a keyed store folds (with `agg`): `src` keyed by a Python map, in about one of
-    three programs through a stateful `unique()` / `keys()` first — distinct elements,
-    distinct values per key, a key's first element (no order: for commutative aggregates
-    only) — whose seen elements the store's keys keep (`Chain.kept`)."""
-    pair = d.choice(TO_PAIR)
-    feeds = [f"{src.name}.map({pair}).into_keyed()"] * 6
-    feeds += [f"{src.name}.unique().map({pair}).into_keyed()", f"{src.name}.map({pair}).into_keyed().unique()"]
-    if "commutative" in agg or agg == "count()":
-        feeds.append(f"{src.name}.map({pair}).into_keyed().keys().map(lambda k: (k % 3, k)).into_keyed()")
-    return d.choice(feeds)
-
-
-def asked_through(d: Draw, asks: Var, per_key: bool) -> str:
-    """A store's requests: the port `asks`, or in one of four stores its elements the first
-    time each arrives (a stateful `unique()`: each group keeps the ones it saw)."""
-    return f"{asks.name}.unique()" if per_key and d.int(0, 3) == 0 else asks.name
