@@ -408,10 +408,11 @@ def _fold_kept(
     return accs
 
 
-def _kept_value(accs: dict[str, Any], key: str | None) -> tuple[bool, Any]:
-    """(has, value) of the fold kept under state key `key` (absent: none yet)."""
-    entry = accs.get(key, (False, None)) if key is not None else (False, None)
-    return entry[0], entry[1]
+def _kept_value(accs: dict[str, Any], key: str) -> tuple[bool, Any]:
+    """(has, value) of the fold kept under state key `key` (absent: none yet; a third item,
+    the key's first form, is not part of the value)."""
+    has, value, *_ = accs.get(key, (False, None))
+    return has, value
 
 
 def _answer_lookups(by_role: dict[str, list[Row]], value_of: Callable[[int], tuple[bool, Any]], out: list[Any]) -> None:
