@@ -11,7 +11,8 @@ import pytest
 
 import hydrolite as hl
 from hydrolite.ir import nodes as n
-from hydrolite.planner.spark.placement import Placement
+from hydrolite.planner.spark.placement import Placement, place
+from hydrolite.planner.spark.stages import plan_flow
 from tests.core.test_join_fold_placement import asked_and_placed
 
 AGGREGATES = ("fold", "reduce", "count", "first", "last")
@@ -76,3 +77,60 @@ def test_re_keyed_aggregates_stay_on_the_driver_and_say_why(fold: Callable[[Any]
 def test_under_driver_state_both_stay_where_the_option_puts_them() -> None:
     placed, enumerate_, region = _placed(lambda e: e.count(), "driver")
     assert not placed.executors and not enumerate_.executors and region is None, placed.why
+
+
+def _seen_placed(
+    distinct: Callable[[Any], Any], held: dict[str, str] | None = None
+) -> tuple[Placement, Placement, Any]:
+    """Where `distinct(numbered)` — a `unique()` / `keys()` of a keyed enumerate's output,
+    sunk — lives under `executors`, and the enumerate; `held`: where a checkpoint keeps each
+    (by operator name)."""
+    flow = hl.FlowBuilder("seen")
+    p = flow.process(P)
+    numbered = p.source("xs", tuple[int, int]).into_keyed().enumerate()
+    distinct(numbered).sink("out")
+    (stage,) = plan_flow(flow.finalize()).stages
+    kept: dict[int | str, str] = {id(x): (held or {})[x.op] for x in stage.stateful if x.op in (held or {})}
+    sp = place(stage, executors=True, kept=kept)
+    (found,) = [x for x in sp.placements if x.node.op in ("unique", "keys")]
+    (enumerate_,) = [x for x in sp.placements if x.node.op == "enumerate"]
+    return found, enumerate_, sp.region
+
+
+@pytest.mark.parametrize(
+    "distinct",
+    [
+        lambda e: e.keys(),
+        lambda e: e.map(lambda iv: iv[1] % 2).unique().entries(),
+        lambda e: e.entries().map(lambda kv: (kv[0], kv[1][1] > 4)).unique(),
+    ],
+    ids=["keys", "unique-of-a-value-map", "unique-of-key-keeping-entries"],
+)
+def test_what_the_enumerates_pairs_saw_is_kept_by_the_enumerate(distinct: Callable[[Any], Any]) -> None:
+    """Each element names the enumerate's key, so that key's group alone decides whether it
+    is new (`keyed_processor.JoinedSeen`): the enumerate goes per key, not native."""
+    found, enumerate_, region = _seen_placed(distinct)
+    assert found.executors and "kept by enumerate() " in found.why, found.why
+    assert enumerate_.executors and not enumerate_.native, enumerate_.why
+    (seen,) = [s for s in region.seen if s.node is found.node]
+    assert seen.joined is not None and seen.joined.input is enumerate_.node and seen.chains == ()
+
+
+@pytest.mark.parametrize(
+    "distinct",
+    [lambda e: e.values().unique(), lambda e: e.entries().map(lambda kv: (kv[1][1], kv[0])).unique()],
+    ids=["values", "re-keying-map"],
+)
+def test_what_comes_from_two_keys_stays_on_the_driver_and_says_why(distinct: Callable[[Any], Any]) -> None:
+    """An element two keys may give (an (index, value) pair; a pair led by the value) is not
+    one group's to decide: the unique() stays on the driver saying why, the enumerate native."""
+    found, enumerate_, _ = _seen_placed(distinct)
+    assert not found.executors and "enumerate() " in found.why, found.why
+    assert enumerate_.native, enumerate_.why
+
+
+def test_a_checkpoint_keeping_them_on_the_driver_keeps_them_there() -> None:
+    """A resumed run whose checkpoint kept the unique() on the driver and the enumerate as
+    Spark's count (what hydrolite before did) resumes them where they are."""
+    found, enumerate_, _ = _seen_placed(lambda e: e.keys(), held={"keys": "driver", "enumerate": "native"})
+    assert not found.executors and enumerate_.native, (found.why, enumerate_.why)

@@ -2,7 +2,7 @@
 plain programs too): a keyed aggregate read per key at an align point by another input's
 requests — what Spark keeps on the executors — fed straight, through a stateful `unique()` /
 `keys()`, by a join's pairs or by a keyed `enumerate()`'s (both kept by that operator's
-processor, `kept_with.py`).
+processor, `kept_with.py`, which also keeps what a `unique()` of an enumerate's pairs saw).
 """
 
 from __future__ import annotations
@@ -42,8 +42,12 @@ def keyed_store(prog: Program, d: Draw, src: Var, per_key: bool = False) -> None
         left, right = d.choice(TO_PAIR), d.choice(TO_PAIR)
         fed = f"{src.name}.map({left}).join({other.name}.map({right})).into_keyed().map(lambda ab: ab[0] * 10 + ab[1])"
     elif kept_by == 1 and src.ordered and fed.endswith(".into_keyed()") and ".keys()" not in fed:
-        # a keyed enumerate()'s pairs, folded by its processor (no draw of its own: others keep theirs)
-        fed = f"{fed}.enumerate().map(lambda iv: iv[0] * 10 + iv[1])"
+        # a keyed enumerate()'s pairs, folded by its processor (no draw of its own: others keep
+        # theirs), which also keeps what a unique() of them passed on, per key
+        numbered = prog.new(f"{fed}.enumerate()", "keyed", None, key="int")
+        prog.vars.remove(numbered)  # (not an operand of later draws)
+        fed = f"{numbered.name}.map(lambda iv: iv[0] * 10 + iv[1])"
+        prog.sinks.append(f'{numbered.name}.map(lambda iv: iv[1] % 3).unique().entries().sink("numbered_seen")')
     kf = prog.new(f"{fed}.{agg}", "ksingle", None, key="int")
     snap = prog.new(f"{kf.name}.snapshot_aligned(t1, al, ND)", "ksingle", "t1", key="int")
     if per_key or d.int(0, 3):  # mostly read per key only (the executor path); else other operators may read it whole

@@ -4,7 +4,8 @@
 Before, such a state stayed on the driver: it would have been a second stateful operator in
 the query (SPARK-47960). Now the enumerate's own `transformWithState` processor folds each
 key's new (index, element) pairs, in arrival order, next to the key's count: an
-order-sensitive fold, a count, a lookup of one and one read whole. These tests pin the
+order-sensitive fold, a count, a lookup of one and one read whole; and what each key's group
+passed on, for a `unique()` / `keys()` of the pairs (`JoinedSeen`). These tests pin the
 answers (worked by hand, equal to the driver path's and to the simulator's replay), the plan's
 reasons, and that a crash inside a batch neither repeats nor loses an element.
 """
@@ -27,9 +28,10 @@ from tests.spark.runs import feeds, json_batches, run_once, run_to_json
 pytestmark = pytest.mark.spark
 
 ND = nondet("test: Spark's micro-batches are the batches")
+DISTINCT = ("unique", "keys")
 EVENTS = [[("a", 5), ("b", 1), ("a", 7)], [("b", 2)], [("a", 1), ("c", 4), ("c", 6)]]
 ASKS = [["a", "z"], ["b"], ["a", "c"]]
-PORTS = ("trail", "counts", "asked")
+PORTS = ("trail", "counts", "asked", "parities", "users", "sizes")
 
 
 class P:
@@ -53,6 +55,10 @@ def build() -> hl.Flow:
         lambda e: (e[0], e[1][1])
     ).all_ticks().sink("asked")
     big.snapshot_aligned(t, al, ND).entries().all_ticks().sink("counts")
+    # what the enumerate's groups saw: new (user, parity) pairs, new users, new (user, big?)
+    numbered.map(lambda iv: iv[1] % 2).unique().entries().sink("parities")
+    numbered.keys().sink("users")
+    numbered.entries().map(lambda kv: (kv[0], kv[1][1] > 4)).unique().sink("sizes")
     events.release_aligned(al).sink("ack")
     return flow.finalize()
 
@@ -64,6 +70,9 @@ EXPECTED: dict[str, dict[int, list[Any]]] = {
     "asked": {0: [("a", 2), ("z",)], 1: [("b", 1)], 2: [("a", 2), ("c", 2)]},
 }
 EXPECTED["trail"][2] = [("a", "0:5;1:7;2:1;"), ("b", "0:1;1:2;"), ("c", "0:4;1:6;")]
+EXPECTED["parities"] = {0: [("a", 1), ("b", 1)], 1: [("b", 0)], 2: [("c", 0)]}  # (a's 1 in batch 2: seen)
+EXPECTED["users"] = {0: ["a", "b"], 2: ["c"]}
+EXPECTED["sizes"] = {0: [("a", True), ("b", False)], 2: [("a", False), ("c", False), ("c", True)]}
 
 
 def _entries() -> dict[str, tuple[type, type | None, list[list[Any]]]]:
@@ -81,6 +90,8 @@ def test_folds_of_an_enumerate_stay_with_it_and_answer_like_the_driver(spark: Sp
     for op in ("fold", "count"):
         assert placed[op].executors, placed[op].describe()
         assert "folded by enumerate() " in placed[op].why and "new (index, element) pairs" in placed[op].why
+    seen = [p for st in runner.plan.stages if st.placement for p in st.placement.placements if p.node.op in DISTINCT]
+    assert len(seen) == 3 and all(p.executors and "kept by enumerate() " in p.why for p in seen), seen
     assert _answers(got) == EXPECTED
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)

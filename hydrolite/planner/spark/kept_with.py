@@ -13,7 +13,8 @@ and a `map()` returning `(kv[0], ...)`, then `into_keyed()`; on a keyed stream (
 `into_keyed()`, or an `enumerate()`'s `(index, element)` values) the per-value `map` /
 `filter` / `filter_map` / `flat_map`, and identity steps. A join's output has no order, so
 only commutative aggregates (and `unique()` / `keys()`) are kept with it; an `enumerate()`'s
-elements arrive in order per key, so any keyed aggregate is.
+elements arrive in order per key, so any keyed aggregate is (and `unique()` / `keys()`: each
+key's group keeps the elements it passed on, `keyed_processor.JoinedSeen`).
 
 >>> from hydrolite.ir import nodes as n
 >>> KEEPERS[n.Join], KEEPERS[n.Enumerate]
@@ -62,8 +63,8 @@ def keeper_steps(
         f"the {keeper.op}()'s key" if keeper.op != "join" else "the join's key",
     )
     if isinstance(keeper, n.Enumerate):
-        if not isinstance(node, EXECUTOR_AGGREGATES):
-            return None  # (a unique() / keys() of it keeps its own state)
+        if not isinstance(node, (*EXECUTOR_AGGREGATES, *_DISTINCT)):
+            return None
     elif not (isinstance(node, (n.Count, *_DISTINCT)) or (isinstance(node, (n.Fold, n.Reduce)) and node.commutative)):
         return f"{at} has no order: only a commutative fold or reduce, a count, unique() or keys() is kept by it"
     keyed = isinstance(keeper, n.Enumerate)  # (a join's pairs are unkeyed; an enumerate()'s keep their key)
@@ -83,16 +84,16 @@ def keeper_steps(
 
 
 def keeping_enumerates(stage: Stage, held: Mapping[int | str, str], chained: Callable[[n.Enumerate], bool]) -> set[int]:
-    """Ids of the keyed `enumerate()`s fed by chains (`chained`) that feed a keyed aggregate
-    of `stage` through steps keeping the key: placed per key on the executors (not as a
-    native count), their processor keeps that aggregate. A state its checkpoint (`held`:
+    """Ids of the keyed `enumerate()`s fed by chains (`chained`) that feed a keyed aggregate,
+    a `unique()` or a `keys()` of `stage` through steps keeping the key: placed per key on
+    the executors (not as a native count), their processor keeps that state. A state its checkpoint (`held`:
     `kept_homes.recorded_homes`) keeps anywhere but the executors is left where it is."""
     found: set[int] = set()
     enumerates = {
         id(x) for x in stage.stateful if isinstance(x, n.Enumerate) and x.children[0].meta.kind.keyed and chained(x)
     }
     for x in stage.stateful:
-        if not isinstance(x, EXECUTOR_AGGREGATES) or not x.children[0].meta.kind.keyed:
+        if not isinstance(x, _DISTINCT) and not (isinstance(x, EXECUTOR_AGGREGATES) and x.children[0].meta.kind.keyed):
             continue
         kept = keeper_steps(x, stage, enumerates)
         if isinstance(kept, tuple) and all(held.get(id(y), "executors") == "executors" for y in (x, kept[0])):

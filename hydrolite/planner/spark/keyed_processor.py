@@ -8,7 +8,7 @@ both step 1 (the chains) and those folds run.
 One `ValueState` per grouping key (state key, element key): a grouping key belongs to exactly
 one state, so states can come and go between runs without changing Spark's operator. A region
 whose chains pass through a stateful `unique()` / `keys()` (`region.Chain.kept`), or whose
-join keeps what its pairs saw (`JoinedSeen`), also declares a `MapState` of the marks of the
+join or keyed `enumerate()` keeps what its output saw (`JoinedSeen`), also declares a `MapState` of the marks of the
 elements each group saw (`first_occurrences`); Spark resumes a checkpoint written with or
 without it (checked on PySpark 4.3).
 
@@ -181,10 +181,11 @@ class JoinedFold:
 
 @dataclass(frozen=True)
 class JoinedSeen:
-    """A `unique()` / `keys()` of a join's output, kept in the join's processor: the join's
-    new pairs of a key, as elements `(k, (a, b))`, go through `steps` (each keeps the key, so
-    no element comes from two join keys) and the ones the key never passed on leave as rows
-    tagged `out`, remembered in the group's `MapState` under `key` (its stable state key)."""
+    """A `unique()` / `keys()` of a join's or a keyed `enumerate()`'s output, kept in that
+    operator's processor: a key's new elements — a join's pairs as `(k, (a, b))`, an
+    enumerate's `(index, element)` values in arrival order — go through `steps` (each keeps
+    the key, so no element comes from two keys) and the ones the key never passed on leave as
+    rows tagged `out`, remembered in the group's `MapState` under `key` (its stable state key)."""
 
     key: str
     out: int
@@ -218,6 +219,7 @@ class SeenFn:
     #: (`kept_with.py`), and the lookups of them it answers (lookup tag -> the fold's state key)
     folds: tuple[JoinedFold, ...] = ()
     asks: dict[int, str] = field(default_factory=dict)
+    seen: tuple[JoinedSeen, ...] = ()  # (an enumerate()'s: the unique() / keys() of its pairs)
 
 
 #: what a chain's rows are to the state they reach
@@ -315,16 +317,16 @@ class Processor(StatefulProcessor):
             for pair in pairs:  # (a join's output has no order)
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
             for js in fn.seen:
-                self._joined_seen(js, k, pairs, out)
+                self._joined_seen(js, [(NO_ORDER, None, (k, p)) for p in pairs], out)
         _answer_lookups(by_role, lambda tag: _kept_value(accs, fn.asks[tag]), out)
 
-    def _joined_seen(self, js: JoinedSeen, k: Any, pairs: list[Any], out: list[Any]) -> None:
-        """The elements of join key `k`'s new `pairs` (through `js.steps`) it never passed on."""
-        items: list[Item] = [(NO_ORDER, None, (k, p)) for p in pairs]
-        for op in js.steps:  # (they keep the key: `placement._Finder.joined`)
+    def _joined_seen(self, js: JoinedSeen, items: list[Item], out: list[Any]) -> None:
+        """The elements of one key's new `items` (a join's pairs, an enumerate's indexed
+        elements; through `js.steps`) that key never passed on, in the items' order."""
+        for op in js.steps:  # (they keep the key: `kept_with.keeper_steps`)
             items = run_op(op, items)
         fresh: set[bytes] = set()
-        for _, key, v in items:
+        for o, key, v in items:
             element = key if js.kind == "keys" else (key, v) if js.keyed else v
             mark = pickle.dumps((js.key, canonical(element)), protocol=5)
             if mark in fresh or self.seen.containsKey((mark,)):
@@ -334,7 +336,7 @@ class Processor(StatefulProcessor):
             out.append(
                 answer(
                     js.out,
-                    NO_ORDER,
+                    o,
                     key if js.keyed and js.kind == "unique" else None,
                     element if js.kind == "keys" else v,
                 )
@@ -357,6 +359,8 @@ class Processor(StatefulProcessor):
                 out.append(answer(fn.out, o, key, (start + i, v)))
                 items.append((o, key, (start + i, v)))
             accs = _fold_kept(fn.folds, k, items, accs, out)
+            for js in fn.seen:
+                self._joined_seen(js, items, out)
             kept = (start + len(rows), accs) if accs else start + len(rows)
             self.value.update((pickle.dumps(kept, protocol=5),))
         _answer_lookups(by_role, lambda tag: _kept_value(accs, fn.asks[tag]), out)

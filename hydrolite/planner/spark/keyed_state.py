@@ -382,13 +382,16 @@ class ExecutorRegion:
             if s.joined is None:
                 self._seen(s, keys[id(s.node)])
                 continue
-            vt, kt = chain_types(s.joined, keeper_out[id(s.joined.input)], None)
+            keeper = id(s.joined.input)
+            vt, kt = chain_types(s.joined, keeper_out[keeper], enum_kt.get(keeper))
             kind, keyed = "keys" if isinstance(s.node, n.Keys) else "unique", s.node.children[0].meta.kind.keyed
             js = JoinedSeen(keys[id(s.node)], s.joined.tag, kind, keyed, self._ops(s.joined))
-            seen_by[keeper_key[id(s.joined.input)]].append(js)
+            seen_by[keeper_key[keeper]].append(js)
             self.answers[id(s.node)] = (
                 (js.out, None, kt or OPAQUE) if kind == "keys" else (js.out, kt if keyed else None, vt)
             )
+            if keeper in enum_kt and self.answers[id(s.node)][1] is None:
+                self.ordered.add(id(s.node))  # (an enumerate()'s elements arrive in order per key)
         for j in region.joins:
             key = keeper_key[id(j.node)]
             fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
@@ -397,7 +400,7 @@ class ExecutorRegion:
             key = keeper_key[e]
             seen_fn = self.aggs[key]
             assert isinstance(seen_fn, SeenFn)
-            self.aggs[key] = replace(seen_fn, folds=tuple(folds[key]), asks=dict(asks[key]))
+            self.aggs[key] = replace(seen_fn, folds=tuple(folds[key]), asks=dict(asks[key]), seen=tuple(seen_by[key]))
 
     def _seen(self, s: ExecutorSeen, key: str) -> tuple[HType, HType | None]:
         """`unique()` / `keys()` / keyed `enumerate()` per key: its chains' elements grouped by
@@ -461,7 +464,8 @@ class ExecutorRegion:
     @property
     def marks(self) -> bool:
         """Whether the processor keeps marks of what groups saw (a `MapState`): a chain passes
-        through a stateful `unique()` / `keys()`, or a join keeps what its pairs saw."""
+        through a stateful `unique()` / `keys()`, or a join or keyed `enumerate()` keeps what its
+        output saw."""
         return any(c.kept for c in self.region.chains) or any(s.joined for s in self.region.seen)
 
     def branch(self, raw: DataFrame) -> DataFrame:

@@ -26,8 +26,8 @@ input and readers are all *per key*. This module finds, in one planned stage (a 
 Joins of two unbounded streams whose sides are chains keep both sides' history per key the
 same way (a symmetric hash join: each new element meets the other side's elements so far),
 and fold their pairs into the commutative keyed aggregates that read them through steps
-keeping the join's key (`kept_with.py`; a keyed `enumerate()` keeps the aggregates of its
-pairs the same way); any other join of unbounded streams keeps each side's history as Parquet
+keeping the join's key, and keep what a `unique()` / `keys()` of them passed on (`kept_with.py`;
+a keyed `enumerate()` keeps the aggregates and distinct steps of its pairs the same way); any other join of unbounded streams keeps each side's history as Parquet
 the executors write (`history.py`), never on the driver.
 
 **Native aggregation** comes first: a carried keyed aggregate whose fold is algebraic,
@@ -239,8 +239,8 @@ def place(
     seen_here: list[ExecutorSeen] = []  # unique() / keys() / keyed enumerate() per key
     natives: list[NativeState] = []
     placements: list[Placement] = []
-    # keyed enumerate()s whose output feeds a keyed aggregate placed per key: their processor
-    # keeps it (`kept_with.py`), so they take it rather than a native count
+    # keyed enumerate()s whose output feeds a keyed aggregate, unique() or keys() placed per key:
+    # their processor keeps it (`kept_with.py`), so they take it rather than a native count
     keeps = keeping_enumerates(stage, held, lambda e: not isinstance(finder.seen_of(e), str)) if executors else set()
     for node in stage.stateful:
         keyed_aggregate = isinstance(node, EXECUTOR_AGGREGATES) and node.children[0].meta.kind.keyed
@@ -305,10 +305,11 @@ def place(
                 seen_here.append(seen)
                 if isinstance(node, n.Enumerate):
                     finder.enumerates.add(id(node))
-                marks = marks_why(seen.chains)
-                if seen.joined is not None:
-                    marks = f"; kept by join() {where(seen.joined.input)}: the elements of each join key it passed on"
-                placements.append(Placement(node, True, f"{SEEN_WHY[type(node)]}{marks}{not_native}{held_note}"))
+                why = f"{SEEN_WHY[type(node)]}{marks_why(seen.chains)}{not_native}"
+                if seen.joined is not None:  # (then the native path's reason is moot: it reads query inputs)
+                    keeper = seen.joined.input
+                    why = f"kept by {keeper.op}() {where(keeper)}: each of its keys keeps the elements it passed on"
+                placements.append(Placement(node, True, why + held_note))
             continue
         found = finder.region_of(node, len(states))
         if isinstance(found, str):
