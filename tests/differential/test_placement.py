@@ -118,7 +118,8 @@ def test_generated_programs_keep_whole_reads_and_merges_on_the_executors(tmp_pat
 def test_generated_stores_keep_what_streams_saw_per_key_on_the_executors(tmp_path: Path) -> None:
     """The keyed stores the differential test draws keep drawing `unique()` (of elements and
     of a keyed stream's pairs), the stateful `keys()` and a keyed `enumerate()` of elements
-    that went through Python functions (`region.ExecutorSeen`), each with its reason."""
+    that went through Python functions (`region.ExecutorSeen`), and a `unique()` of a keyed
+    enumerate's pairs kept by the enumerate, each with its reason."""
     from hydrolite.planner.spark.placement import SEEN_WHY
 
     seen: dict[tuple[str, bool], int] = {}
@@ -129,10 +130,14 @@ def test_generated_stores_keep_what_streams_saw_per_key_on_the_executors(tmp_pat
                 continue
             for s in st.placement.region.seen:
                 why = st.placement.of(s.node)
-                assert why is not None and why.executors and why.why.startswith(SEEN_WHY[type(s.node)]), why
+                # (kept by the join or enumerate whose output it reads: `kept_with.py`)
+                start = SEEN_WHY[type(s.node)] if s.joined is None else f"kept by {s.joined.input.op}() "
+                assert why is not None and why.executors and why.why.startswith(start), why
                 kind = (s.node.op, s.node.children[0].meta.kind.keyed)
+                if s.joined is not None:
+                    kind = (f"{s.node.op} by {s.joined.input.op}", kind[1])
                 seen[kind] = seen.get(kind, 0) + 1
-    want = [("unique", False), ("unique", True), ("keys", True), ("enumerate", True)]
+    want = [("unique", False), ("unique", True), ("keys", True), ("enumerate", True), ("unique by enumerate", True)]
     assert all(seen.get(k, 0) >= 2 for k in want), seen
 
 

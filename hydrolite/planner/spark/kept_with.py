@@ -43,7 +43,8 @@ def keeper_steps(
     """(the keeper, the steps from its output to `node`'s input) when a join or keyed
     `enumerate()` in `keepers` (ids of those kept per key on the executors) feeds `node`
     through steps keeping its key; None when none feeds it (the caller's own reason stands);
-    a string: why this one cannot keep `node`."""
+    a string: why this one cannot keep `node` (a keyed enumerate() outside `keepers` too: the
+    steps' reason is what `hydrolite plan` should say, not the enumerate's)."""
     steps: list[n.Node] = []
     x = node.children[0]
     while not isinstance(x, tuple(KEEPERS)):
@@ -55,7 +56,8 @@ def keeper_steps(
         else:
             return None
     keeper = x
-    if id(keeper) not in keepers:
+    kept = id(keeper) in keepers
+    if not kept and not (isinstance(keeper, n.Enumerate) and keeper.children[0].meta.kind.keyed):
         return None
     steps.reverse()
     at, whose = (
@@ -73,14 +75,17 @@ def keeper_steps(
             keyed = True
         elif isinstance(op, n.Entries) and keyed and isinstance(keeper, n.Enumerate):
             keyed = False  # (its (key, (index, element)) pairs, keyed again by into_keyed() below)
-        elif isinstance(op, (n.Entries, n.Values, n.IntoKeyed)):
+        elif isinstance(op, n.Values):
+            return f"{at} loses {whose} at values() {where(op)}: only steps that keep {whose} reach its state"
+        elif isinstance(op, (n.Entries, n.IntoKeyed)):
             return f"{at} is keyed again by {op.op}() {where(op)}: only steps that keep {whose} reach its state"
         elif not keyed and not (isinstance(op, n.Filter) or (isinstance(op, n.Map) and keeps_key(op.f))):
             return (
                 f"{op.op}() {where(op)} may change {whose}: only filter() and a map() returning (kv[0], ...) "
                 f"keep it before into_keyed() ({at})"
             )
-    return keeper, tuple(steps)
+    # (a keyed enumerate() not kept per key: the steps' reason above says why none keeps `node`)
+    return (keeper, tuple(steps)) if kept else None
 
 
 def keeping_enumerates(stage: Stage, held: Mapping[int | str, str], chained: Callable[[n.Enumerate], bool]) -> set[int]:
