@@ -72,7 +72,7 @@ from .keyed_processor import (
     SeenFn,
     run_op,
 )
-from .lambdas import NotTranslatable, TExpr, translate
+from .lambdas import MixedTypes, NotTranslatable, TExpr, translate
 from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
 from .region import Chain, ExecutorSeen, Region
 from .types import (
@@ -126,6 +126,8 @@ def _step_type(op: n.Node, vt: HType) -> HType:
                 return t.item
             raise NotTranslatable("not a list")
         return strip_optional(t) if isinstance(op, n.FilterMap) else t
+    except MixedTypes:  # (results that may differ in type are kept pickled, as the tick keeps them)
+        return OPAQUE
     except NotTranslatable:
         pass
     if isinstance(op, n.FlatMap):

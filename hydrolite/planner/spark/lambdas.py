@@ -38,6 +38,12 @@ class NotTranslatable(Exception):
     """The function (or part of it) has no exact native equivalent; run it in Python."""
 
 
+class MixedTypes(NotTranslatable):
+    """Its results may differ in type (`True if c else 0`, `x if c else 0.5`, `max(1, 0.5)`):
+    one Spark column would convert some of them (`True` to `1`, `3` to `3.0`) where Python
+    keeps each as it is, so they run in Python and are kept pickled (`types.OPAQUE`)."""
+
+
 @dataclass(frozen=True)
 class TExpr:
     """A translated expression: a Column and the HType of its values."""
@@ -70,15 +76,15 @@ def translate_reused(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
     if bound is None:
         return translate(f, args)
 
-    def attempt() -> TExpr | str:
+    def attempt() -> TExpr | NotTranslatable:
         try:
             return translate(f, args)
         except NotTranslatable as exc:
-            return str(exc)
+            return exc
 
     got = derived(("translate", f, bound, tuple(a.t for a in args)), [a.col for a in args], attempt)
-    if isinstance(got, str):
-        raise NotTranslatable(got)
+    if isinstance(got, NotTranslatable):
+        raise type(got)(str(got))  # (a MixedTypes stays one: its results are then kept pickled)
     return got
 
 
@@ -471,9 +477,7 @@ def _join(a: HType, b: HType) -> HType:
         return b if isinstance(b, OptT) else OptT(b)
     if isinstance(b, NoneT):
         return a if isinstance(a, OptT) else OptT(a)
-    if _numeric(a) and _numeric(b) and BOOL not in (a, b):
-        return FLOAT
-    raise NotTranslatable(f"branches of different types {a} and {b}")
+    raise MixedTypes(f"branches of different types {a} and {b}")
 
 
 def _len(args: list[TExpr]) -> TExpr:
@@ -489,8 +493,9 @@ def _minmax(fn: Callable[..., Column]) -> Callable[[list[TExpr]], TExpr]:
     def rule(args: list[TExpr]) -> TExpr:
         if len(args) < 2 or not all(_numeric(a.t) or a.t == STR for a in args):
             raise NotTranslatable("min/max of fewer than two plain values")
-        t = args[0].t if all(a.t == args[0].t for a in args) else FLOAT
-        return TExpr(fn(*[a.col for a in args]), t)
+        if any(a.t != args[0].t for a in args):  # (Python returns the argument itself: its type)
+            raise MixedTypes(f"min/max of {', '.join(str(a.t) for a in args)}")
+        return TExpr(fn(*[a.col for a in args]), args[0].t)
 
     return rule
 

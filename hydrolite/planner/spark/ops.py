@@ -18,7 +18,7 @@ from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .history import history_join
-from .lambdas import NotTranslatable, TExpr, literal, translate, translate_reused
+from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, equality_bytes, map_in_arrow, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
 from .types import (
@@ -82,7 +82,7 @@ def elementwise_op(ctx: BatchCtx, node: ElementWise, args: list[Val]) -> Val:
 
 
 def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFrame:
-    reason = "inspect() runs Python for its side effect"
+    reason, mixed = "inspect() runs Python for its side effect", False
     if kind != "inspect":
         try:
             v = F.col("v") if kind == "flat_map" else sf.col("v")  # flat_map builds its DataFrame
@@ -91,9 +91,9 @@ def apply_stream(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFr
             ctx.natives.append((node, sf))
             return out
         except NotTranslatable as exc:
-            reason = str(exc)
-    ctx.note_fn(node, f"arrow ({reason})")
-    return _arrow(ctx, node, kind, sf)
+            reason, mixed = str(exc), isinstance(exc, MixedTypes)
+    ctx.note_fn(node, f"arrow ({reason}{'; results kept pickled, each as it is' if mixed else ''})")
+    return _arrow(ctx, node, kind, sf, mixed)
 
 
 class FreshNames(Protocol):
@@ -131,8 +131,12 @@ def flat_item_type(f: Any, vt: HType) -> HType:
     return t if t is not None and not isinstance(t, NoneT) else OPAQUE
 
 
-def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame) -> SFrame:
-    if kind == "map":
+def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame, mixed: bool = False) -> SFrame:
+    """`node` over `sf` in Python (Arrow batches); with `mixed` (its results may differ in type:
+    `lambdas.MixedTypes`) they are kept pickled, each exactly as the function returned it."""
+    if mixed and kind != "filter":
+        out_t: HType = OPAQUE
+    elif kind == "map":
         out_t = infer_result(node.f, [sf.vt])
     elif kind == "filter_map":
         out_t = strip_optional(infer_result(node.f, [sf.vt]))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pickle
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import chain, compress
 from typing import Any
@@ -28,7 +29,7 @@ from ... import kernels
 from ...kernels import KernelError
 from .errors import UserFunctionError
 from .grouping import group_bytes
-from .types import HType
+from .types import HType, OpaqueT, exact_numbers
 
 ArrowFn = Callable[[Iterator[Any]], Iterator[Any]]
 PANDAS_NOTE = "PySpark does not yet fully support pandas"  # Arrow functions do not use pandas
@@ -69,16 +70,27 @@ def _failed(site: FnSite, e: KernelError) -> UserFunctionError:
     return site.fail(e.element, e.cause)
 
 
+#: how to fix a result that does not fit the column its function's results are stored in
+ONE_TYPE_FIX = (
+    "fix: return values of one type (e.g. `float(...)` or `int(...)` throughout), or annotate the function's "
+    "return type with the types it returns (`-> int | float`, `-> object`) to keep each result exactly as it is"
+)
+
+
 def _encode_array(site: FnSite, t: HType, values: list[Any], elements: list[Any]) -> Any:
-    try:
-        return pa.array([t.encode(v) for v in values], type=t.arrow())
-    except (TypeError, ValueError, pa.ArrowException):
-        for v, x in zip(values, elements):  # find the element whose result does not fit
-            try:
-                pa.array([t.encode(v)], type=t.arrow())
-            except (TypeError, ValueError, pa.ArrowException) as exc:
-                raise site.fail(x, TypeError(f"result {v!r} is not a {t.describe()}: {exc}")) from exc
-        raise
+    """The results of a user's function as an Arrow array of type `t`; one of another type
+    (another numeric kind too: `types.exact_numbers`) fails naming its element."""
+    with exact_numbers():
+        try:
+            return pa.array([t.encode(v) for v in values], type=t.arrow())
+        except (TypeError, ValueError, pa.ArrowException):
+            for v, x in zip(values, elements):  # find the element whose result does not fit
+                try:
+                    pa.array([t.encode(v)], type=t.arrow())
+                except (TypeError, ValueError, pa.ArrowException) as exc:
+                    why = f"result {v!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
+                    raise site.fail(x, TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
+            raise
 
 
 def _replace(batch: Any, name: str, array: Any) -> Any:
@@ -261,12 +273,21 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
 
 
 def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
-    """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass through."""
+    """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass
+    through. Pickled values (what Python code computed) are typed exactly: one of another
+    numeric kind than the column's fails (`types.exact_numbers`) rather than being converted."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             for name, (src, dst) in columns.items():
-                values = [dst.encode(src.decode(x)) for x in rb.column(rb.schema.get_field_index(name)).to_pylist()]
+                xs = rb.column(rb.schema.get_field_index(name)).to_pylist()
+                try:
+                    with exact_numbers() if isinstance(src, OpaqueT) else nullcontext():
+                        values = [dst.encode(src.decode(x)) for x in xs]
+                except TypeError as exc:
+                    raise TypeError(
+                        f"hydrolite: a result does not fit its column {dst.describe()}: {exc}; {ONE_TYPE_FIX}"
+                    ) from exc
                 rb = _replace(rb, name, pa.array(values, type=dst.arrow()))
             yield rb
 

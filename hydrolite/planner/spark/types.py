@@ -16,7 +16,21 @@ keyed collections) holds elements encoded by an `HType`:
 
 Types are declared at sources (`Meta.elem` / `Meta.key`) and derived through operators:
 translated lambdas carry their result type, Python fallbacks use the function's return
-annotation, then a trial call on a sample value, then the pickled form.
+annotation, then a trial call on a sample value, then the pickled form. An annotation
+hydrolite cannot store as one Spark type (`-> object`, a union such as `-> int | float`)
+keeps every result pickled, exactly as the function returned it.
+
+A column holds one type, so a value of another numeric kind — a `bool` where the column is
+`int`, an `int` where it is `float` — would come back converted (`True` as `1`, `3` as
+`3.0`) while the simulator keeps it as it is. Where values come from a user's function
+(`exact_numbers()`, used by `pyfn`), such a value is refused with the function's error
+instead of being converted silently.
+
+>>> with exact_numbers():
+...     Prim(float).encode(3)
+Traceback (most recent call last):
+...
+TypeError: 3 is an int, where the column holds float: Spark would return it as 3.0
 """
 
 from __future__ import annotations
@@ -27,7 +41,9 @@ import pickle
 import types
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import pyarrow as pa
@@ -42,6 +58,21 @@ PRIMS: dict[type, tuple[T.DataType, Any, Any]] = {
     datetime.datetime: (T.TimestampType(), pa.timestamp("us", tz="UTC"), datetime.datetime(1970, 1, 1)),
     datetime.date: (T.DateType(), pa.date32(), datetime.date(1970, 1, 1)),
 }
+
+
+#: within `exact_numbers()`: a value of another numeric kind than its column's is refused
+_EXACT: ContextVar[bool] = ContextVar("hydrolite_exact_numbers", default=False)
+
+
+@contextmanager
+def exact_numbers() -> Iterator[None]:
+    """Encode values of a user's function: a `bool` in an `int` column, or an `int` / `bool`
+    in a `float` one, raises TypeError instead of being converted (the module's docstring)."""
+    token = _EXACT.set(True)
+    try:
+        yield
+    finally:
+        _EXACT.reset(token)
 
 
 class HType(ABC):
@@ -97,6 +128,11 @@ class Prim(HType):
     def encode(self, v: Any) -> Any:
         if v is not None and not isinstance(v, self.py) and not (self.py is float and isinstance(v, int)):
             raise TypeError(f"expected {self.py.__name__}, got {type(v).__name__} {v!r}")
+        if _EXACT.get() and (isinstance(v, bool) and self.py is not bool or self.py is float and isinstance(v, int)):
+            kind = "a bool" if isinstance(v, bool) else "an int"
+            raise TypeError(
+                f"{v!r} is {kind}, where the column holds {self.py.__name__}: Spark would return it as {self.py(v)!r}"
+            )
         if self.py is int and isinstance(v, bool):
             return int(v)
         return v
@@ -478,7 +514,8 @@ def from_spark(dt: T.DataType) -> HType:
 
 
 def infer_result(f: Callable[..., Any], args: list[HType], declared: Any = None) -> HType:
-    """The result type of a Python function: declared/annotated type, a trial call, or pickled."""
+    """The result type of a Python function: declared/annotated type, a trial call, or pickled
+    (also for `-> object` and unions of several types: results that may differ in type)."""
     t = from_python(declared)
     if t is not None:
         return t
@@ -489,12 +526,21 @@ def infer_result(f: Callable[..., Any], args: list[HType], declared: Any = None)
     t = from_python(ret)
     if t is not None:
         return t
+    if ret is object or _several_types(ret):  # (results of more than one type: each kept as it is)
+        return OPAQUE
     try:
         out = f(*[a.sample() for a in args])
     except Exception:  # the sample was not a meaningful input: keep results as Python objects
         return OPAQUE
     t = of_value(out)
     return t if t is not None and not isinstance(t, NoneT) else OPAQUE
+
+
+def _several_types(t: Any) -> bool:
+    """Whether annotation `t` is a union of two or more types besides None (`int | float`)."""
+    if typing.get_origin(t) not in (typing.Union, types.UnionType):
+        return False
+    return len([a for a in typing.get_args(t) if a is not type(None)]) > 1
 
 
 def void_free(dt: T.DataType) -> T.DataType:

@@ -1,0 +1,122 @@
+"""A function's results keep their Python type on Spark, as in the simulator.
+
+A Spark column holds one type. Before, a function whose results differ in numeric kind had
+them converted silently — `True if x == 1 else x` came back as `1`, `x / 2 if x == 0 else x`
+as `1.0`, `max(x, 0.5)` as `1.0` — and a later `repr()` (or `str()`, `isinstance`, a list
+index, a JSON sink) answered differently from the simulator, which keeps each result as the
+function returned it. Now (`lambdas.MixedTypes`, `types.exact_numbers`): results whose types
+may differ are kept pickled, exactly; a function typed by a trial call that returns another
+kind later fails naming the element and the fix, never converting it; an annotation with
+several types (`-> int | bool`) keeps them pickled too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+import hydrolite as hl
+from hydrolite import nondet
+from hydrolite.planner.spark.errors import UserFunctionError
+from hydrolite.planner.spark.lambdas import MixedTypes, NotTranslatable, TExpr, translate
+from hydrolite.planner.spark.types import Prim
+from hydrolite.planner.spark.verify import verify_runner
+from tests.spark.runs import run_to_json
+
+pytestmark = pytest.mark.spark
+
+ND = nondet("test: Spark's micro-batches are the batches")
+PORTS = ("bool_def", "bool_lambda", "half_def", "half_lambda", "max", "annotated", "looked_up")
+
+
+class P:
+    """Tag of the process."""
+
+
+def bool_or_int(x):  # type: ignore[no-untyped-def]  # (unannotated on purpose: typed by Spark)
+    return True if x == 1 else x
+
+
+def half_or_int(x):  # type: ignore[no-untyped-def]
+    return x / 2 if x == 0 else x
+
+
+def annotated(x: int) -> int | bool:
+    if x == 1:  # (two statements: no expression hydrolite could type)
+        return True
+    return x
+
+
+def build() -> hl.Flow:
+    flow = hl.FlowBuilder("numeric_kinds")
+    p = flow.process(P)
+    t = p.tick()
+    xs = p.source("xs", int)
+    xs.map(bool_or_int).map(repr).sink("bool_def")
+    xs.map(lambda x: True if x == 1 else x).map(repr).sink("bool_lambda")
+    xs.map(half_or_int).map(repr).sink("half_def")
+    xs.map(lambda x: x / 2 if x == 0 else x).map(repr).sink("half_lambda")
+    xs.map(lambda x: max(x, 0.5)).map(repr).sink("max")
+    xs.map(annotated).map(repr).sink("annotated")
+    # a keyed state fed by such a function (on the executors under `executors`), looked up
+    table = xs.map(lambda x: (x % 2, True if x == 1 else x)).into_keyed().last()
+    asks = p.source("asks", int).batch(t, ND).map(lambda a: (a, 0)).into_keyed()
+    looked = asks.lookup_keyed_singleton(table.snapshot(t, ND)).entries().map(lambda e: (e[0], repr(e[1][1])))
+    looked.all_ticks().sink("looked_up")
+    return flow.finalize()
+
+
+EXPECTED = {
+    "bool_def": {0: ["0", "2", "True"]},
+    "bool_lambda": {0: ["0", "2", "True"]},
+    "half_def": {0: ["0.0", "1", "2"]},
+    "half_lambda": {0: ["0.0", "1", "2"]},
+    "max": {0: ["0.5", "1", "2"]},
+    "annotated": {0: ["0", "2", "True"]},
+    "looked_up": {0: [(0, "2"), (1, "True")]},
+}
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_results_keep_their_type_as_in_the_simulator(spark: SparkSession, tmp_path: Path, keyed_state: str) -> None:
+    entries = {"xs": (int, None, [[0, 1, 2]]), "asks": (int, None, [[1, 0]])}
+    runner, got = run_to_json(spark, build(), tmp_path, entries, PORTS, keyed_state)
+    assert got == EXPECTED
+    if keyed_state == "executors":  # (the fed state really is on the executors)
+        placed = [p for st in runner.plan.stages if st.placement for p in st.placement.placements]
+        assert any(p.node.op == "last" and p.executors for p in placed), placed
+    report = verify_runner(runner)
+    assert report.identical, str(report)
+
+
+def two_kinds(x):  # type: ignore[no-untyped-def]
+    if x == 1:  # (no expression to type: its type comes from a trial call, an int)
+        return True
+    return x
+
+
+def test_a_result_of_another_kind_fails_naming_the_element_and_the_fix(spark: SparkSession, tmp_path: Path) -> None:
+    flow = hl.FlowBuilder("two_kinds")
+    p = flow.process(P)
+    p.source("xs", int).map(two_kinds).sink("out")
+    with pytest.raises(UserFunctionError) as err:
+        run_to_json(spark, flow.finalize(), tmp_path, {"xs": (int, None, [[0, 1, 2]])}, ("out",), "driver")
+    text = str(err.value)
+    assert "map() failed on element 1 in batch 0" in text, text
+    assert "True is a bool, where the column holds int: Spark would return it as 1" in text, text
+    assert "fix: return values of one type" in text and "-> int | float" in text, text
+
+
+def test_the_translator_refuses_results_of_two_kinds(spark: SparkSession) -> None:
+    x = TExpr(F.col("v"), Prim(int))
+    for f in (lambda v: True if v == 1 else v, lambda v: v / 2 if v == 0 else v, lambda v: max(v, 0.5)):
+        with pytest.raises(MixedTypes):
+            translate(f, [x])
+    assert translate(lambda v: max(v, 2), [x]).t == Prim(int)  # (one kind: native, as before)
+    assert translate(lambda v: v / 2 if v > 0 else 0.0, [x]).t == Prim(float)
+    with pytest.raises(NotTranslatable) as other:
+        translate(lambda v: v.bit_length(), [x])
+    assert not isinstance(other.value, MixedTypes)  # (another reason: typed as before)
