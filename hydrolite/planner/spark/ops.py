@@ -30,6 +30,7 @@ from .types import (
     OptT,
     Prim,
     TupleT,
+    declared_result,
     infer_result,
     of_value,
     strip_optional,
@@ -150,7 +151,8 @@ def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame, mixed: bool 
     if pos is not None:
         fields.append(T.StructField(pos, T.LongType(), True))
     fields.append(T.StructField("v", out_t.spark(), True))
-    fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos, sf.kt)
+    exact = not mixed and kind != "filter" and declared_result(node.f) is None  # (typed by a trial call)
+    fn = elementwise(kind, node.f, sf.vt, out_t, ctx.site(node), pos, sf.kt, exact)
     df = map_in_arrow(base, fn, T.StructType(fields))
     order = (*sf.order, pos) if pos is not None else sf.order
     return SFrame(df.select(*order, *(["k"] if sf.keyed else []), "v"), out_t, sf.kt, order)

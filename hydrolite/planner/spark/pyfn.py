@@ -29,7 +29,7 @@ from ... import kernels
 from ...kernels import KernelError
 from .errors import UserFunctionError
 from .grouping import group_bytes
-from .types import HType, OpaqueT, exact_numbers
+from .types import HType, exact_numbers
 
 ArrowFn = Callable[[Iterator[Any]], Iterator[Any]]
 PANDAS_NOTE = "PySpark does not yet fully support pandas"  # Arrow functions do not use pandas
@@ -79,18 +79,17 @@ ONE_TYPE_FIX = (
 
 def _encode_array(site: FnSite, t: HType, values: list[Any], elements: list[Any]) -> Any:
     """The results of a user's function as an Arrow array of type `t`; one of another type
-    (another numeric kind too: `types.exact_numbers`) fails naming its element."""
-    with exact_numbers():
-        try:
-            return pa.array([t.encode(v) for v in values], type=t.arrow())
-        except (TypeError, ValueError, pa.ArrowException):
-            for v, x in zip(values, elements):  # find the element whose result does not fit
-                try:
-                    pa.array([t.encode(v)], type=t.arrow())
-                except (TypeError, ValueError, pa.ArrowException) as exc:
-                    why = f"result {v!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
-                    raise site.fail(x, TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
-            raise
+    (under `types.exact_numbers`, another numeric kind too) fails naming its element."""
+    try:
+        return pa.array([t.encode(v) for v in values], type=t.arrow())
+    except (TypeError, ValueError, pa.ArrowException):
+        for v, x in zip(values, elements):  # find the element whose result does not fit
+            try:
+                pa.array([t.encode(v)], type=t.arrow())
+            except (TypeError, ValueError, pa.ArrowException) as exc:
+                why = f"result {v!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
+                raise site.fail(x, TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
+        raise
 
 
 def _replace(batch: Any, name: str, array: Any) -> Any:
@@ -118,15 +117,19 @@ def elementwise(
     site: FnSite,
     extra_order: str | None = None,
     kt: HType | None = None,
+    exact: bool = False,
 ) -> ArrowFn:
     """map / filter / filter_map / flat_map / inspect over the `v` column (other columns pass
     through): the operator's kernel (`hydrolite.kernels`) on the decoded values. For a keyed
-    frame, pass `kt` so that a failure names the (key, value) pair like the simulator's."""
+    frame, pass `kt` so that a failure names the (key, value) pair like the simulator's. With
+    `exact` (`out_t` is a trial call's guess) a result of another numeric kind than `out_t`'s
+    fails rather than being converted (`types.exact_numbers`)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             try:
-                out = _one_batch(kind, f, rb, _decode_v(rb, in_t), out_t, site, extra_order)
+                with exact_numbers() if exact else nullcontext():
+                    out = _one_batch(kind, f, rb, _decode_v(rb, in_t), out_t, site, extra_order)
             except KernelError as e:
                 raise _keyed_failure(site, e, rb, kt) from e.cause
             yield out
@@ -274,16 +277,14 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
 
 def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
     """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass
-    through. Pickled values (what Python code computed) are typed exactly: one of another
-    numeric kind than the column's fails (`types.exact_numbers`) rather than being converted."""
+    through."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             for name, (src, dst) in columns.items():
                 xs = rb.column(rb.schema.get_field_index(name)).to_pylist()
                 try:
-                    with exact_numbers() if isinstance(src, OpaqueT) else nullcontext():
-                        values = [dst.encode(src.decode(x)) for x in xs]
+                    values = [dst.encode(src.decode(x)) for x in xs]
                 except TypeError as exc:
                     raise TypeError(
                         f"hydrolite: a result does not fit its column {dst.describe()}: {exc}; {ONE_TYPE_FIX}"

@@ -23,8 +23,10 @@ keeps every result pickled, exactly as the function returned it.
 A column holds one type, so a value of another numeric kind — a `bool` where the column is
 `int`, an `int` where it is `float` — would come back converted (`True` as `1`, `3` as
 `3.0`) while the simulator keeps it as it is. Where values come from a user's function
-(`exact_numbers()`, used by `pyfn`), such a value is refused with the function's error
-instead of being converted silently.
+and the column's type is a guess from a trial call (`declared_result` is None; `pyfn`
+encodes those results under `exact_numbers()`), such a value is refused with the
+function's error instead of being converted silently. A declared type (`-> float`) is the
+user's: an `int` result is stored as that `float`, as declared.
 
 >>> with exact_numbers():
 ...     Prim(float).encode(3)
@@ -516,24 +518,32 @@ def from_spark(dt: T.DataType) -> HType:
 def infer_result(f: Callable[..., Any], args: list[HType], declared: Any = None) -> HType:
     """The result type of a Python function: declared/annotated type, a trial call, or pickled
     (also for `-> object` and unions of several types: results that may differ in type)."""
-    t = from_python(declared)
+    t = declared_result(f, declared)
     if t is not None:
         return t
-    try:
-        ret = typing.get_type_hints(f).get("return")
-    except Exception:  # annotations that do not resolve: fall through to a trial call
-        ret = None
-    t = from_python(ret)
-    if t is not None:
-        return t
-    if ret is object or _several_types(ret):  # (results of more than one type: each kept as it is)
-        return OPAQUE
     try:
         out = f(*[a.sample() for a in args])
     except Exception:  # the sample was not a meaningful input: keep results as Python objects
         return OPAQUE
     t = of_value(out)
     return t if t is not None and not isinstance(t, NoneT) else OPAQUE
+
+
+def declared_result(f: Callable[..., Any], declared: Any = None) -> HType | None:
+    """The result type `declared` or `f`'s return annotation gives (pickled for `-> object`
+    and unions of several types), or None: `infer_result` then types it by a trial call, a
+    guess from one sample, so its results are encoded exactly (`exact_numbers`)."""
+    t = from_python(declared)
+    if t is not None:
+        return t
+    try:
+        ret = typing.get_type_hints(f).get("return")
+    except Exception:  # annotations that do not resolve: typed by a trial call
+        return None
+    t = from_python(ret)
+    if t is not None:
+        return t
+    return OPAQUE if ret is object or _several_types(ret) else None
 
 
 def _several_types(t: Any) -> bool:
