@@ -29,7 +29,7 @@ from tests.spark.runs import run_to_json
 pytestmark = pytest.mark.spark
 
 ND = nondet("test: Spark's micro-batches are the batches")
-PORTS = ("bool_def", "bool_lambda", "half_def", "half_lambda", "max", "annotated", "looked_up")
+PORTS = ("bool_def", "bool_lambda", "half_def", "half_lambda", "max", "annotated", "looked_up", "mapped")
 
 
 class P:
@@ -66,6 +66,10 @@ def build() -> hl.Flow:
     asks = p.source("asks", int).batch(t, ND).map(lambda a: (a, 0)).into_keyed()
     looked = asks.lookup_keyed_singleton(table.snapshot(t, ND)).entries().map(lambda e: (e[0], repr(e[1][1])))
     looked.all_ticks().sink("looked_up")
+    # a keyed singleton's values mapped (on the driver's store under `driver`), read whole
+    typed = xs.map(lambda x: (x % 2, x)).into_keyed().last()  # (int values)
+    mapped = typed.snapshot(t, ND).map(lambda v: True if v == 1 else v).entries()
+    mapped.map(lambda e: f"{e[0]}:{e[1]!r}").all_ticks().sink("mapped")
     return flow.finalize()
 
 
@@ -77,6 +81,7 @@ EXPECTED = {
     "max": {0: ["0.5", "1", "2"]},
     "annotated": {0: ["0", "2", "True"]},
     "looked_up": {0: [(0, "2"), (1, "True")]},
+    "mapped": {0: ["0:2", "1:True"]},
 }
 
 
@@ -98,14 +103,25 @@ def two_kinds(x):  # type: ignore[no-untyped-def]
     return x
 
 
-def test_a_result_of_another_kind_fails_naming_the_element_and_the_fix(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["stream", "store_table"])
+def test_a_result_of_another_kind_fails_naming_the_element_and_the_fix(
+    spark: SparkSession, tmp_path: Path, where: str
+) -> None:
+    """On a stream (Arrow batches) and on a keyed singleton in the driver's store (its values
+    mapped as they are read): the trial call typed the results `int`; `True` does not fit."""
     flow = hl.FlowBuilder("two_kinds")
     p = flow.process(P)
-    p.source("xs", int).map(two_kinds).sink("out")
+    xs = p.source("xs", int)
+    if where == "stream":
+        xs.map(two_kinds).sink("out")
+    else:
+        table = xs.map(lambda x: (x % 2, x)).into_keyed().last().snapshot(p.tick(), ND)
+        table.map(two_kinds).entries().all_ticks().sink("out")
     with pytest.raises(UserFunctionError) as err:
         run_to_json(spark, flow.finalize(), tmp_path, {"xs": (int, None, [[0, 1, 2]])}, ("out",), "driver")
     text = str(err.value)
-    assert "map() failed on element 1 in batch 0" in text, text
+    element = "element 1 in batch 0" if where == "stream" else "element (1, 1) in batch 0"
+    assert f"map() failed on {element}" in text, text
     assert "True is a bool, where the column holds int: Spark would return it as 1" in text, text
     assert "fix: return values of one type" in text and "-> int | float" in text, text
 

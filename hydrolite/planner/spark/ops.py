@@ -19,7 +19,7 @@ from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .history import history_join
 from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
-from .pyfn import elementwise, equality_bytes, map_in_arrow, reencode, sort_whole, split_pairs
+from .pyfn import ONE_TYPE_FIX, elementwise, equality_bytes, map_in_arrow, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
 from .types import (
     OPAQUE,
@@ -31,6 +31,7 @@ from .types import (
     Prim,
     TupleT,
     declared_result,
+    exact_numbers,
     infer_result,
     of_value,
     strip_optional,
@@ -188,12 +189,33 @@ def _apply_scalar(ctx: BatchCtx, node: ElementWise, kind: str, x: Scalar) -> Val
 def _apply_store_table(ctx: BatchCtx, node: ElementWise, kind: str, x: KTable) -> KTable:
     if kind not in ("map", "filter", "inspect"):
         raise unsupported(node, "on a keyed singleton", "use map() or filter()")
+    t, exact = _result_type(node.f, x.vt) if kind == "map" else (x.vt, False)
 
     def view(k: Any, v: Any) -> tuple[bool, Any]:
         out = _kernel(ctx, node, kind, [(k, v)], keyed=True)
+        if out and exact:  # (the type is a trial call's guess: a result must fit it exactly)
+            try:
+                with exact_numbers():
+                    t.encode(out[0][1])
+            except TypeError as exc:
+                why = f"result {out[0][1]!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
+                raise ctx.site(node).fail((k, v), TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
         return (True, out[0][1]) if out else (False, v)
 
-    return x.with_transform(view, infer_result(node.f, [x.vt]) if kind == "map" else x.vt)
+    return x.with_transform(view, t)
+
+
+def _result_type(f: Any, vt: HType) -> tuple[HType, bool]:
+    """The type of `f`'s results over values of `vt` for Python code, and whether it is a
+    trial call's guess (`types.declared_result`): pickled when a translation finds results
+    that may differ in type (`lambdas.MixedTypes`)."""
+    try:
+        translate_reused(f, [TExpr(F.col("v"), vt)])
+    except MixedTypes:
+        return OPAQUE, False
+    except NotTranslatable:
+        pass
+    return infer_result(f, [vt]), declared_result(f) is None
 
 
 # ------------------------------------------------------------------ leaves and pass-through
