@@ -11,7 +11,10 @@ Translated: arithmetic (`+ - * / // %` with Python's floor/modulo rules), compar
 and field access, tuple/list/dataclass/NamedTuple construction, f-strings, `len abs min
 max int float str round`, `math.floor/ceil`, and the str methods `upper lower strip
 lstrip rstrip startswith endswith replace split find join`. Names that are neither
-parameters nor the functions above must be constants (captured or global).
+parameters nor the functions above must be constants (captured or global). A conditional
+expression whose branches, or a `min`/`max` whose arguments, differ in type raises
+`MixedTypes`: Python keeps each result's type, one column would not (`True if c else 0`
+would read back as `1`), so such results run in Python and are kept pickled.
 """
 
 from __future__ import annotations
