@@ -23,7 +23,18 @@ X = TypeVar("X")
 
 # Functions the programs use: some translate to native Spark Columns, some run in Python
 # (Arrow). All are total on the values they can meet (small ints, pairs of ints).
-INT_MAPS = ["lambda x: x + 1", "lambda x: x * 2", "lambda x: x % 5", "lambda x: -x", "lambda x: x // 3", "digit_sum"]
+#: int -> int maps; one returns a bool for some elements (Python keeps `True`, a Spark column of
+#: int would read it back as `1`) and one shows the difference (`len(str(True))` is 4, of 1 it is 1)
+INT_MAPS = [
+    "lambda x: x + 1",
+    "lambda x: x * 2",
+    "lambda x: x % 5",
+    "lambda x: -x",
+    "lambda x: x // 3",
+    "digit_sum",
+    "lambda x: True if x % 5 == 1 else x",
+    "lambda x: len(str(x))",
+]
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
 INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
 INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(x % 3)", "digits"]
