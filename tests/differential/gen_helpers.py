@@ -8,6 +8,13 @@ def digit_sum(x: int) -> int:
     return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
 
 
+def bool_or_int(x: int) -> int | bool:
+    """`x`, or `True` when `x % 5 == 1`: results of two types, which Python keeps apart (`True`
+    is not `1` to `str()`) and a Spark column of one type would not (annotated, so that Spark
+    keeps each as it is, whether or not its source can be read: generated programs' cannot)."""
+    return True if x % 5 == 1 else x
+
+
 def odd_py(x: int) -> bool:
     return [c for c in str(abs(x))][-1] in "13579"
 

@@ -23,8 +23,9 @@ X = TypeVar("X")
 
 # Functions the programs use: some translate to native Spark Columns, some run in Python
 # (Arrow). All are total on the values they can meet (small ints, pairs of ints).
-#: int -> int maps; one returns a bool for some elements (Python keeps `True`, a Spark column of
-#: int would read it back as `1`) and one shows the difference (`len(str(True))` is 4, of 1 it is 1)
+#: int -> int maps; one returns a bool for some elements (`gen_helpers.bool_or_int`: Python keeps
+#: `True`, a Spark column of int would read it back as `1`) and one shows the difference
+#: (`len(str(True))` is 4, of 1 it is 1)
 INT_MAPS = [
     "lambda x: x + 1",
     "lambda x: x * 2",
@@ -32,7 +33,7 @@ INT_MAPS = [
     "lambda x: -x",
     "lambda x: x // 3",
     "digit_sum",
-    "lambda x: True if x % 5 == 1 else x",
+    "bool_or_int",
     "lambda x: len(str(x))",
 ]
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
@@ -52,7 +53,10 @@ STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"
 STR_TO_INT = ["lambda s: len(s)", "lambda s: ord(s[0]) % 7 if s else 0"]
 KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 
-HELPERS = "from tests.differential.gen_helpers import digit_sum, digits, halve_even, key_forms, key_py, mix_py, odd_py, pair_py\n"
+HELPERS = (
+    "from tests.differential.gen_helpers import bool_or_int, digit_sum, digits, halve_even, key_forms, key_py, mix_py, "
+    "odd_py, pair_py\n"
+)
 
 
 class Draw(ABC):
