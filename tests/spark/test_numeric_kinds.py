@@ -123,7 +123,7 @@ def test_a_result_of_another_kind_fails_naming_the_element_and_the_fix(
     element = "element 1 in batch 0" if where == "stream" else "element (1, 1) in batch 0"
     assert f"map() failed on {element}" in text, text
     assert "True is a bool, where the column holds int: Spark would return it as 1" in text, text
-    assert "fix: return values of one type" in text and "-> int | float" in text, text
+    assert "fix: return values of one type" in text and "-> int | bool" in text, text
 
 
 def test_the_translator_refuses_results_of_two_kinds(spark: SparkSession) -> None:

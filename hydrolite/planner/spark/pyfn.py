@@ -72,8 +72,8 @@ def _failed(site: FnSite, e: KernelError) -> UserFunctionError:
 
 #: how to fix a result that does not fit the column its function's results are stored in
 ONE_TYPE_FIX = (
-    "fix: return values of one type (e.g. `float(...)` or `int(...)` throughout), or annotate the function's "
-    "return type with the types it returns (`-> int | float`, `-> object`) to keep each result exactly as it is"
+    "fix: return values of one type (e.g. `float(...)` or `int(...)` throughout), or make it a `def` whose return "
+    "annotation names the types it returns (`-> int | bool`, `-> object`): each result is then kept exactly as it is"
 )
 
 
