@@ -23,9 +23,10 @@ X = TypeVar("X")
 
 # Functions the programs use: some translate to native Spark Columns, some run in Python
 # (Arrow). All are total on the values they can meet (small ints, pairs of ints).
-#: int -> int maps; one returns a bool for some elements (`gen_helpers.bool_or_int`: Python keeps
-#: `True`, a Spark column of int would read it back as `1`) and one shows the difference
-#: (`len(str(True))` is 4, of 1 it is 1)
+#: int -> int maps (each drawn into `.map(...)`); the last is two steps: `bool_or_int` returns
+#: `True` for some elements (Python keeps it; a Spark column of int between the two steps would
+#: read it back as `1`) and `len(str(x))` turns that difference into a value (4 against 1), which
+#: the differential's `==` can see (`1 == True` cannot)
 INT_MAPS = [
     "lambda x: x + 1",
     "lambda x: x * 2",
@@ -33,8 +34,7 @@ INT_MAPS = [
     "lambda x: -x",
     "lambda x: x // 3",
     "digit_sum",
-    "bool_or_int",
-    "lambda x: len(str(x))",
+    "bool_or_int).map(lambda x: len(str(x))",
 ]
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
 INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
