@@ -19,7 +19,7 @@ from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .history import history_join
 from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
-from .pyfn import ONE_TYPE_FIX, elementwise, equality_bytes, map_in_arrow, reencode, sort_whole, split_pairs
+from .pyfn import elementwise, equality_bytes, map_in_arrow, misfit, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
 from .types import (
     OPAQUE,
@@ -198,8 +198,7 @@ def _apply_store_table(ctx: BatchCtx, node: ElementWise, kind: str, x: KTable) -
                 with exact_numbers():
                     t.encode(out[0][1])
             except TypeError as exc:
-                why = f"result {out[0][1]!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
-                raise ctx.site(node).fail((k, v), TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
+                raise ctx.site(node).fail((k, v), misfit(out[0][1], t, exc)) from exc
         return (True, out[0][1]) if out else (False, v)
 
     return x.with_transform(view, t)

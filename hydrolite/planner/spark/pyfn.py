@@ -77,6 +77,14 @@ ONE_TYPE_FIX = (
 )
 
 
+def misfit(v: Any, t: HType, exc: Exception) -> TypeError:
+    """The error for a user function's result `v` that does not fit `t`, its results' type on
+    Spark (`exc`: why), with the fix."""
+    return TypeError(
+        f"result {v!r} does not fit {t.describe()}, the type its results have on Spark: {exc}; {ONE_TYPE_FIX}"
+    )
+
+
 def _encode_array(site: FnSite, t: HType, values: list[Any], elements: list[Any]) -> Any:
     """The results of a user's function as an Arrow array of type `t`; one of another type
     (under `types.exact_numbers`, another numeric kind too) fails naming its element."""
@@ -87,8 +95,7 @@ def _encode_array(site: FnSite, t: HType, values: list[Any], elements: list[Any]
             try:
                 pa.array([t.encode(v)], type=t.arrow())
             except (TypeError, ValueError, pa.ArrowException) as exc:
-                why = f"result {v!r} does not fit {t.describe()}, the type its results have on Spark: {exc}"
-                raise site.fail(x, TypeError(f"{why}; {ONE_TYPE_FIX}")) from exc
+                raise site.fail(x, misfit(v, t, exc)) from exc
         raise
 
 
