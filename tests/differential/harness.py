@@ -10,11 +10,13 @@ identical, or why not.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import importlib.util
+import os
 import shutil
 import sys
 import tempfile
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,14 +41,29 @@ class Outcome:
     report: VerifyReport | None = None
 
 
+#: where `load` writes the programs' module files (one directory per process, removed at exit)
+_SOURCES: list[str] = []
+
+
 def load(source: str) -> Flow:
-    """Build the program whose module text is `source` (registered as a module, so Spark
-    pickles its functions by value)."""
+    """Build the program whose module text is `source`, written to a real file and imported as
+    a module of its own (the runner pickles its functions by value). A file, not an in-memory
+    `exec`: the Spark planner reads a function's source to translate it into Spark columns or
+    a native aggregation (`fn_source`), so the differential test covers those paths as a user's
+    program runs them; without one, every function would count as opaque Python."""
+    if not _SOURCES:
+        _SOURCES.append(tempfile.mkdtemp(prefix="hl-gen-src-"))
+        atexit.register(shutil.rmtree, _SOURCES[0], True)
     name = "hl_gen_" + hashlib.sha1(source.encode()).hexdigest()[:12]
-    module = types.ModuleType(name)
-    module.__file__ = f"<{name}>"
+    path = os.path.join(_SOURCES[0], f"{name}.py")
+    if not os.path.exists(path):
+        with open(path, "w") as fh:
+            fh.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    spec.loader.exec_module(module)
     flow: Flow = module.build()
     return flow
 

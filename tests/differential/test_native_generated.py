@@ -6,31 +6,26 @@ simulator. A planning test (no Spark) pins that every generated store really tak
 native path, so the differential test cannot silently stop covering it.
 
 The generator reuses `progen`'s program builder; only the store is new (`_native_store`).
-The program is loaded from a real file (`_load`): the native path needs the lambdas' source
-(`fn_source.function_ast` reads it from the file), which `harness.load`'s in-memory modules
-do not have — there every function counts as opaque and no store would be native.
+The program is loaded from a real file (`harness.load`): the native path needs the lambdas'
+source, which `fn_source.function_ast` reads from the file.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import random
 import shutil
-import sys
 import tempfile
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from hydrolite.ir.graph import Flow
 from hydrolite.planner.spark.harness import SparkHarness
 from hydrolite.planner.spark.native_state import OCCURRENCES, WHY
 from hydrolite.planner.spark.stages import plan_flow
 from hydrolite.planner.spark.verify import verify_runner
+from tests.differential.harness import load
 from tests.differential.progen import Draw, HypothesisDraw, Program, RandomDraw, Var, _one_op, _sinks, inputs
 from tests.differential.test_differential import EXAMPLES
 
@@ -112,26 +107,11 @@ def _native_store(prog: Program, d: Draw) -> None:
     prog.sinks.append(f'{how}.entries().map(lambda t: (t[0], t[1][0], t[1][1])).all_ticks().sink("lookups")')
 
 
-def _load(source: str, directory: str) -> Flow:
-    """Build the program from `source` written to a file under `directory` (a module of its own)."""
-    name = "hl_native_" + hashlib.sha1(source.encode()).hexdigest()[:12]
-    path = f"{directory}/{name}.py"
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    flow: Flow = module.build()
-    return flow
-
-
-def test_every_generated_store_takes_the_native_path(tmp_path: Any) -> None:
+def test_every_generated_store_takes_the_native_path() -> None:
     chained = 0
     for seed in range(40):
         source = generate_native(RandomDraw(random.Random(seed))).source()
-        flow = _load(source, str(tmp_path))
+        flow = load(source)
         placements = [p for s in plan_flow(flow).stages if s.placement is not None for p in s.placement.placements]
         # the store, and any top-level unique() / keys() / keyed enumerate() of a source (counted
         # natively too), and other algebraic folds the ops drew that are read whole (native too,
@@ -169,7 +149,7 @@ def test_native_stores_match_the_simulator(spark: SparkSession, data: st.DataObj
     note(f"STEPS = {steps!r}")
     directory = tempfile.mkdtemp(prefix="hl-native-")
     try:
-        h = SparkHarness(_load(source, directory), spark, f"{directory}/run")
+        h = SparkHarness(load(source), spark, f"{directory}/run")
         placement = h.runner.plan.stages[0].placement
         assert placement is not None and sum(not x.occurrences for x in placement.native) == 1, placement
         try:
