@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import linecache
 from collections.abc import Callable
 from typing import Any
 
@@ -54,3 +55,43 @@ def test_functions_without_a_source_expression() -> None:
     assert _body(eval("lambda x: x")) is None  # no file
     assert _body(lambda *xs: xs) is None  # *args
     assert _body("a".join) is None  # a bound method
+
+
+def test_code_whose_runner_registered_its_source_in_linecache() -> None:
+    # IPython and Jupyter kernels compile each cell under a name that is no file and put the
+    # cell's text in `linecache` with no modification time: its functions are found there
+    name = "<hl-cell-test-1>"
+    text = "f = lambda x: x * 2 + 1\n"
+    linecache.cache[name] = (len(text), None, [text], name)
+    try:
+        scope: dict[str, Any] = {}
+        exec(compile(text, name, "exec"), scope)
+        assert _body(scope["f"]) == "x: x * 2 + 1"
+    finally:
+        del linecache.cache[name]
+    # an entry `linecache` may reload from a file (it has a modification time) is not taken
+    # for a file that is not there
+    other = "<hl-cell-test-2>"
+    linecache.cache[other] = (len(text), 1.0, [text], other)
+    try:
+        scope = {}
+        exec(compile(text, other, "exec"), scope)
+        assert _body(scope["f"]) is None
+    finally:
+        del linecache.cache[other]
+
+
+def test_a_lambda_in_a_real_notebook_cell_is_found() -> None:
+    import nbformat  # the dev extra: nbformat, nbclient and ipykernel
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("double = lambda x: x + x  # cell 1"),
+        nbformat.v4.new_code_cell(
+            "import ast\nfrom hydrolite.planner.spark.fn_source import function_ast\n"
+            "found = function_ast(double)\nprint(found.params, ast.unparse(found.body))"
+        ),
+    ]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert nb.cells[1].outputs[0]["text"] == "('x',) x + x\n"

@@ -2,12 +2,15 @@
 
 The source is found through the function's code object: its file, first line, and the
 column positions of its instructions, so two lambdas on one line are told apart. Only a
-lambda or a function whose body is a single `return` has an expression to translate.
+lambda or a function whose body is a single `return` has an expression to translate. Code
+with no file is found when its runner registered the text in `linecache` (a notebook cell);
+code `exec`'d from a string is not, and its functions run as opaque Python.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import linecache
 import os
 import weakref
@@ -29,17 +32,23 @@ Fn = ast.Lambda | ast.FunctionDef
 #: a module's lambdas and functions by the lines a code object may start on (a lambda's
 #: line; a function's `def` line and its decorators' lines), per (path, modification time):
 #: parsed and walked once, however many function objects of the module are looked up later
-_MODULES: dict[tuple[str, float], dict[int, list[Fn]] | None] = {}
+#: a notebook cell's source (no file) per (name, hash of its text)
+_MODULES: dict[tuple[str, float | str], dict[int, list[Fn]] | None] = {}
 
 
 def _module_index(path: str) -> dict[int, list[Fn]] | None:
+    key: tuple[str, float | str]
     try:
         key = (path, os.path.getmtime(path))
+        text = None
     except OSError:
-        return None
+        text = _registered_source(path)
+        if text is None:
+            return None
+        key = (path, hashlib.sha1(text.encode()).hexdigest())
     if key not in _MODULES:
         try:
-            tree = ast.parse("".join(linecache.getlines(path)))
+            tree = ast.parse(text if text is not None else "".join(linecache.getlines(path)))
         except SyntaxError:
             _MODULES[key] = None
             return None
@@ -52,6 +61,16 @@ def _module_index(path: str) -> dict[int, list[Fn]] | None:
                     index.setdefault(line, []).append(node)
         _MODULES[key] = index
     return _MODULES[key]
+
+
+def _registered_source(name: str) -> str | None:
+    """The text of code that has no file but whose source its runner registered in `linecache`
+    with no modification time, as IPython and Jupyter kernels do for each cell: the entry
+    cannot go stale, so a function defined in a notebook cell is translated as one in a file."""
+    entry = linecache.cache.get(name)
+    if entry is None or len(entry) != 4 or entry[1] is not None:
+        return None
+    return "".join(entry[2])
 
 
 def function_ast(f: Callable[..., Any]) -> FnAst | None:
