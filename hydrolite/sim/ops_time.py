@@ -8,12 +8,14 @@ are scheduler choices (see `world.py`).
 
 from __future__ import annotations
 
+import types
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from ..ir import nodes as n
 from ..ir.meta import Kind
 from ..ir.roles import Role
+from ..port_values import holder
 from .registry import Op, evaluator
 from .values import EMPTY, NOTHING, UNSET
 
@@ -38,13 +40,20 @@ def same_value(a: Any, b: Any) -> bool:
 
 @evaluator(n.Source)
 class SourceOp(Op):
-    """A named input port: the test's senders push elements here (see `World.send`)."""
+    """A named input port: the test's senders push elements here (see `World.send`), each
+    held as its declared type holds it (`port_values`: an int sent to a float port is a float,
+    as in Spark's column)."""
 
-    __slots__ = ("port",)
+    __slots__ = ("port", "convert")
 
     def setup(self) -> None:
         assert isinstance(self.node, n.Source)
         self.port = self.node.port
+        meta = self.node.meta
+        declared: Any = meta.elem
+        if meta.kind is Kind.KEYED_STREAM:
+            declared = types.GenericAlias(tuple, (meta.key, meta.elem))
+        self.convert = holder(declared)
 
 
 @evaluator(n.SourceIter)

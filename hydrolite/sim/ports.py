@@ -49,8 +49,8 @@ def _checker(t: Any) -> Callable[[Any], bool] | None:
     if isinstance(origin, type):
         return lambda x: isinstance(x, origin)
     if isinstance(t, type):
-        if t is float:
-            return lambda x: isinstance(x, (int, float)) and not isinstance(x, bool)
+        if t is float:  # an int (or bool) is a float to typing: the port holds it as one
+            return lambda x: isinstance(x, (int, float))
         return lambda x: isinstance(x, t)
     return None
 

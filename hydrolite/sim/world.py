@@ -155,7 +155,10 @@ class World:
 
     # ------------------------------------------------------------- top level
     def send(self, op: SourceOp, p: int, x: Any) -> None:
-        """The test sends `x` to a source port: propagate it through the top level."""
+        """The test sends `x` to a source port: propagate it, as the port holds it, through
+        the top level."""
+        if op.convert is not None:
+            x = op.convert(x)
         self.ctx = ("send", op, p, x)
         self.sends.append((op.port, p, x))
         if self.sleep:

@@ -18,6 +18,7 @@ import pickle
 import site
 import sys
 import sysconfig
+import typing
 from collections.abc import Mapping
 from functools import cache
 from types import ModuleType
@@ -88,6 +89,8 @@ def pickle_user_modules(flow: Flow) -> None:
             if callable(v):
                 todo += _modules_of(v)
                 todo += _modules_of(getattr(v, "__globals__", None))
+        for t in (node.meta.key, node.meta.elem):  # a dataclass the workers rebuild from a row
+            todo += [m for c in _classes_in(t) for m in _modules_of(c)]
     seen: set[str] = set()
     while todo:
         module = todo.pop()
@@ -97,6 +100,13 @@ def pickle_user_modules(flow: Flow) -> None:
         if module.__name__ != "__main__":  # cloudpickle pickles __main__ by value already
             register_pickle_by_value(module)
         todo += _modules_of(vars(module))
+
+
+def _classes_in(t: object) -> list[type]:
+    """The classes a type annotation names (`tuple[str, Reading]`: str and Reading)."""
+    if inspect.isclass(t) and not typing.get_args(t):
+        return [t]
+    return [c for a in typing.get_args(t) for c in _classes_in(a)]
 
 
 def _modules_of(obj: object) -> list[ModuleType]:

@@ -1,0 +1,144 @@
+"""The value a source port holds for an element sent to it: its declared numeric kinds.
+
+Python's typing lets a caller pass an `int` where a `float` is declared and a `bool` where an
+`int` is (PEP 484's numeric tower), and mypy accepts both. On Spark a typed column stores such
+a value as its declared type: `3` sent to a `float` port arrives as `3.0`, `True` sent to an
+`int` port as `1`. Both backends must hold the same value, or a later `repr()`, `str()`,
+`isinstance()` or JSON sink answers differently on each (`1 == 1.0 == True`, so an equality
+check never shows it). So the declared type decides, in both: the simulator converts each
+element at the port as Spark's column does (`World.send`), and the Spark planner's encoding
+(`planner/spark/types.py`) stores it so.
+
+A value kept whole as Python (pickled on Spark: `Any`, `object`, a union of several types,
+a class that is no dataclass or NamedTuple, or any structure with such a part) is held
+exactly as sent, in both: conversion happens only where Spark has a typed column.
+
+    >>> holder(float)(3), holder(tuple[str, float])(("a", 1)), holder(list[int])([True, 2])
+    (3.0, ('a', 1.0), [1, 2])
+    >>> holder(tuple[float, object]) is None  # pickled whole on Spark: kept as sent
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import types
+import typing
+from collections.abc import Callable
+from typing import Any
+
+Convert = Callable[[Any], Any]
+
+#: the types Spark stores in a column of their own (`planner/spark/types.PRIMS`)
+PRIMITIVES: tuple[type, ...] = (int, float, str, bool, bytes, datetime.datetime, datetime.date)
+
+
+class _Kept:
+    """Marks a type stored whole as Python (pickled): its values are held as sent."""
+
+
+_KEPT = _Kept()
+
+
+def holder(t: Any) -> Convert | None:
+    """The conversion a port declared `t` applies to each element, or None when it holds
+    every element as sent (nothing to convert, or a type Spark keeps pickled)."""
+    found = _convert(t)
+    return None if isinstance(found, _Kept) else found
+
+
+def _to_float(x: Any) -> Any:
+    return float(x) if isinstance(x, int) else x  # a bool too: True -> 1.0
+
+
+def _to_int(x: Any) -> Any:
+    return int(x) if isinstance(x, bool) else x
+
+
+def _to_date(x: Any) -> Any:
+    return x.date() if isinstance(x, datetime.datetime) else x  # a date column keeps the day
+
+
+def _convert(t: Any) -> Convert | None | _Kept:
+    """None: stored typed, nothing to convert; `_KEPT`: stored pickled, held as sent."""
+    if t is type(None):
+        return None
+    if t is float:
+        return _to_float
+    if t is int:
+        return _to_int
+    if t is datetime.date:
+        return _to_date
+    if isinstance(t, type) and t in PRIMITIVES:
+        return None
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1 or len(rest) == len(args):
+            return _KEPT
+        inner = _convert(rest[0])
+        return inner if not callable(inner) else _optional(inner)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _each(_convert(args[0]), tuple)
+        parts = [_convert(a) for a in args]
+        if not parts or any(isinstance(p, _Kept) for p in parts):
+            return _KEPT
+        return _parts([p for p in parts if not isinstance(p, _Kept)])
+    if origin in (list, set, frozenset) and len(args) == 1:
+        return _each(_convert(args[0]), origin)
+    if origin is dict and len(args) == 2:
+        return _mapping(_convert(args[0]), _convert(args[1]))
+    if isinstance(t, type) and (dataclasses.is_dataclass(t) or _is_namedtuple(t)):
+        return _record(t)
+    return _KEPT
+
+
+def _optional(inner: Convert) -> Convert:
+    return lambda x: None if x is None else inner(x)
+
+
+def _each(item: Convert | None | _Kept, make: Callable[[Any], Any]) -> Convert | None | _Kept:
+    if item is None or isinstance(item, _Kept):
+        return item
+    return lambda xs: make(item(x) for x in xs)
+
+
+def _parts(parts: list[Convert | None]) -> Convert | None:
+    if all(p is None for p in parts):
+        return None
+    return lambda x: tuple(v if p is None else p(v) for p, v in zip(parts, x, strict=True))
+
+
+def _mapping(key: Convert | None | _Kept, value: Convert | None | _Kept) -> Convert | None | _Kept:
+    if isinstance(key, _Kept) or isinstance(value, _Kept):
+        return _KEPT
+    if key is None and value is None:
+        return None
+    k: Convert = key if key is not None else (lambda x: x)
+    v: Convert = value if value is not None else (lambda x: x)
+    return lambda d: {k(a): v(b) for a, b in d.items()}
+
+
+def _is_namedtuple(cls: type) -> bool:
+    return issubclass(cls, tuple) and hasattr(cls, "_fields")
+
+
+def _record(cls: type) -> Convert | None | _Kept:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # unresolvable forward references: Spark stores it pickled
+        return _KEPT
+    names: tuple[str, ...] = (
+        tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else cls._fields  # type: ignore[attr-defined]
+    )
+    fields = {name: _convert(hints.get(name)) for name in names}
+    if any(isinstance(c, _Kept) for c in fields.values()):
+        return _KEPT
+    changed = {name: c for name, c in fields.items() if callable(c)}
+    if not changed:
+        return None
+    if dataclasses.is_dataclass(cls):
+        return lambda x: dataclasses.replace(x, **{name: c(getattr(x, name)) for name, c in changed.items()})
+    return lambda x: x._replace(**{name: c(getattr(x, name)) for name, c in changed.items()})
