@@ -163,6 +163,28 @@ def state_type(node: n.Node, chain_vt: HType) -> HType:
     return chain_vt
 
 
+def guessed_type(node: n.Node, chain_vt: HType) -> bool:
+    """Whether a fold's or reduce's value type is a guess — no `acc_type=`, and no translation
+    of its function proving that each result has that type — so that a value of another
+    numeric kind (`0` where the type says float, after `a + x / 2 if x > 3 else a`) must be
+    kept or refused, never converted: the simulator holds each value as the function made it."""
+    if isinstance(node, n.Fold):
+        if node.meta.elem is not type(node.init):  # declared (`acc_type=`): converts as declared
+            return False
+        t = fold_type(node.init, node.meta.elem)
+    elif isinstance(node, n.Reduce):
+        t = chain_vt
+    else:
+        return False
+    if t == OPAQUE:
+        return False
+    try:
+        got = translate(node.f, [TExpr(F.col("_a"), t), TExpr(F.col("_x"), chain_vt)])
+    except NotTranslatable:
+        return True
+    return got.t != t
+
+
 # ------------------------------------------------------------------ what the workers run
 @dataclass(frozen=True)
 class _ChainFn:
@@ -320,6 +342,9 @@ class ExecutorRegion:
         #: a state another query reads, or the query reads whole -> (the tag of its updated
         #: keys' rows, key type, value type)
         self.tables: dict[int, tuple[int, HType, HType]] = {}
+        #: a table or answer whose state's value type is a guess (`guessed_type`): its values
+        #: are checked to have that type exactly (`reencode`'s checks), never converted
+        self.checks: dict[int, tuple[FnSite, HType, int | None]] = {}
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
         # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
@@ -366,6 +391,8 @@ class ExecutorRegion:
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
+                if guessed_type(st.node, vt):
+                    self.checks[id(st.node)] = (_site(st.node, stage), state_type(st.node, vt), None)
             if st.whole:
                 self.whole[id(st.node)] = f"whole:{key_of[st.slot]}"
         for lk in region.lookups:
@@ -374,6 +401,8 @@ class ExecutorRegion:
             if state.joined is not None:
                 asks[group[lk.slot]].append((lk.chain.tag, key_of[lk.slot]))
             rt = fed[lk.slot] if state.table is not None else state_type(state.node, fed[lk.slot])
+            if state.table is None and guessed_type(state.node, fed[lk.slot]):
+                self.checks[id(lk.node)] = (_site(state.node, stage), rt, 1)
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
@@ -501,7 +530,8 @@ class ExecutorRegion:
         for node_id, (tag, tk, tv) in self.tables.items():
             rows = mine.filter(F.col("_rg.tag") == tag).select(F.col("_rg.k").alias("k"), F.col("_rg.v").alias("v"))
             schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
-            typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}), schema)
+            check = {"v": self.checks[node_id]} if node_id in self.checks else None
+            typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}, check), schema)
             if node_id in self.whole:
                 key = self.whole[node_id]
                 typed = whole_table(df.sparkSession, state, key, typed, not updated[key])
@@ -526,7 +556,9 @@ class ExecutorRegion:
                 fields.append(T.StructField("k", kt.spark()))
                 codes["k"] = (OPAQUE, kt)
             schema = T.StructType([*fields, T.StructField("v", vt.spark())])
-            typed = map_in_arrow(keyed, reencode(codes), schema)
+            typed = map_in_arrow(
+                keyed, reencode(codes, {"v": self.checks[node_id]} if node_id in self.checks else None), schema
+            )
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
 

@@ -201,7 +201,7 @@ def _apply_store_table(ctx: BatchCtx, node: ElementWise, kind: str, x: KTable) -
                 raise ctx.site(node).fail((k, v), misfit(out[0][1], t, exc)) from exc
         return (True, out[0][1]) if out else (False, v)
 
-    return x.with_transform(view, t)
+    return x.with_transform(view, t, x.guessed)
 
 
 def _result_type(f: Any, vt: HType) -> tuple[HType, bool]:
@@ -479,17 +479,21 @@ def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
             kt,
         )
         requests, lc = compared(encoded(left.df.withColumn("_lk", F.col("k")), "_lk", left.kt, kt), "_lk", kt)
+        vt = table.vt
     else:  # found keys are encoded like the stream's keys, whatever the table's key type
         keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
         asked = {k: as_key(k, table.kt) for k in keys}  # (an int request of a float-keyed state: as a float)
         found = table.lookup(list(dict.fromkeys(asked.values())))
         hits = [(k, found[a]) for k, a in asked.items() if a in found]
-        right = frame_of(ctx.spark, [v for _, v in hits], table.vt, [k for k, _ in hits], left.kt, ordered=False)
+        right = frame_of(
+            ctx.spark, [v for _, v in hits], table.vt, [k for k, _ in hits], left.kt, ordered=False, exact=table.guessed
+        )
         r = right.df.select(F.col("k").alias("_rk"), F.col("v").alias("_r"))
         requests, lc, rc = left.df.withColumn("_lk", F.col("k")), "_lk", "_rk"
+        vt = right.vt  # (pickled when a guessed type does not hold every value found)
     how = "left" if node.keep_missing else "inner"
     df = requests.join(r, requests[lc].eqNullSafe(r[rc]), how)
-    rt = OptT(table.vt) if node.keep_missing and not isinstance(table.vt, OptT) else table.vt
+    rt = OptT(vt) if node.keep_missing and not isinstance(vt, OptT) else vt
     v = F.struct(F.col("v").alias("_1"), F.col("_r").alias("_2"))
     return SFrame(df.select(*left.order, "k", v.alias("v")), TupleT((left.vt, rt)), left.kt, left.order)
 
@@ -513,7 +517,10 @@ def keyed_get(ctx: BatchCtx, node: n.KeyedGet, args: list[Val]) -> Val:
         return Scalar.empty(table.vt)
     if table.frame is None:
         found = table.lookup([key.value])
-        return Scalar(True, found[key.value], table.vt) if key.value in found else Scalar.empty(table.vt)
+        if key.value not in found:
+            return Scalar.empty(table.vt)
+        value = found[key.value]
+        return Scalar(True, value, (of_value(value) or OPAQUE) if table.guessed else table.vt)
     rows = table.frame.df.filter(F.col("k").eqNullSafe(literal(key.value, table.kt).col)).select("v").limit(1).collect()
     return Scalar(True, table.vt.decode(rows[0]["v"]), table.vt) if rows else Scalar.empty(table.vt)
 

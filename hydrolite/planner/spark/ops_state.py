@@ -213,8 +213,9 @@ def _keyed_python(
     vt = _acc_type(next(iter(updates.values())), acc_t) if updates and not declared else acc_t
     if carried:
         ctx.state.put_many(ctx.key(node), updates, by_value)
-        return KTable(kt, vt, None, ctx.key(node), ctx.state, updates)
-    return KTable(kt, vt, frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False))
+        return KTable(kt, vt, None, ctx.key(node), ctx.state, updates, guessed=not declared)
+    frame = frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False, exact=not declared)
+    return KTable(kt, frame.vt, frame)
 
 
 def _one_form(ctx: BatchCtx, node: n.Node, t: HType, values: list[Any]) -> None:

@@ -282,16 +282,31 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
     return run
 
 
-def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
+#: how to fix a fold whose accumulator changes kind (`reencode`'s checks, `frame_of(exact=)`)
+ACC_TYPE_FIX = (
+    "fix: declare the accumulator's types (`acc_type=int | float`: each value is then kept exactly as it is) "
+    "or keep one kind throughout (e.g. a `float` init and `float(...)` results)"
+)
+
+
+def reencode(
+    columns: dict[str, tuple[HType, HType]], checks: dict[str, tuple[FnSite, HType, int | None]] | None = None
+) -> ArrowFn:
     """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass
-    through."""
+    through. `checks`: of a column whose type is a guess (a Python fold's accumulator typed
+    from its init), the operator, the type its values must have exactly, and which part of
+    the value (an index into a tuple, or None for all of it): a value of another numeric kind
+    fails naming the operator and the value, where it would otherwise be converted."""
+    checks = checks or {}
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             for name, (src, dst) in columns.items():
-                xs = rb.column(rb.schema.get_field_index(name)).to_pylist()
+                xs = [src.decode(x) for x in rb.column(rb.schema.get_field_index(name)).to_pylist()]
+                if name in checks:
+                    _check_kinds(xs, *checks[name])
                 try:
-                    values = [dst.encode(src.decode(x)) for x in xs]
+                    values = [dst.encode(x) for x in xs]
                 except TypeError as exc:
                     raise TypeError(
                         f"hydrolite: a result does not fit its column {dst.describe()}: {exc}; {ONE_TYPE_FIX}"
@@ -300,6 +315,19 @@ def reencode(columns: dict[str, tuple[HType, HType]]) -> ArrowFn:
             yield rb
 
     return run
+
+
+def _check_kinds(xs: list[Any], site: FnSite, t: HType, part: int | None) -> None:
+    with exact_numbers():
+        for x in xs:
+            v = x if part is None or x is None else x[part]
+            try:
+                t.encode(v)
+            except TypeError as exc:
+                why = (
+                    f"the value {v!r} is not {t.describe()}, the type its init (or a reduce's elements) gave it: {exc}"
+                )
+                raise site.fail(x, TypeError(f"{why}; {ACC_TYPE_FIX}")) from exc
 
 
 def equality_bytes(col: str, name: str) -> ArrowFn:

@@ -452,11 +452,14 @@ def fold_type(init: Any, declared: Any) -> HType:
     """A fold's accumulator type: the `declared` one (`acc_type=`, else `type(init)`) when it
     names a type (a bare `tuple` does not), else the type of `init`'s value, else pickled.
     The declared type comes first: `init` may be narrower than the values the fold makes
-    (`(0, ())` growing into `(3, (1, 2))`).
+    (`(0, ())` growing into `(3, (1, 2))`); `object` or several types (`int | float`) keep
+    each accumulator pickled, exactly as the function made it.
 
         >>> fold_type((0, ()), tuple[int, tuple[int, ...]]).describe(), fold_type((0, 1), tuple).describe()
         ('tuple[int, tuple[int, ...]]', 'tuple[int, int]')
     """
+    if declared is object or _several_types(declared):  # `acc_type=int | float`: each kept as it is
+        return OPAQUE
     return from_python(declared) or of_value(init) or OPAQUE
 
 

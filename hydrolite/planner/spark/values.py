@@ -21,7 +21,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .state import BatchState
-from .types import HType, has_opaque
+from .types import OPAQUE, HType, OpaqueT, exact_numbers, has_opaque
 
 
 class SFrame:
@@ -173,6 +173,9 @@ class KTable:
     updates: dict[Any, Any] = field(default_factory=dict)
     deleted: set[Any] = field(default_factory=set)
     transforms: list[Callable[[Any, Any], tuple[bool, Any]]] = field(default_factory=list)
+    #: `vt` is a guess from values (a Python fold's accumulators, no declared type): a value of
+    #: another kind keeps the table's frame pickled rather than converted (`frame_of(exact=)`)
+    guessed: bool = False
 
     def _view(self, key: Any, value: Any) -> tuple[bool, Any]:
         keep = True
@@ -207,8 +210,10 @@ class KTable:
                 out[k] = v2
         return out
 
-    def with_transform(self, tf: Callable[[Any, Any], tuple[bool, Any]], vt: HType) -> KTable:
-        return KTable(self.kt, vt, None, self.node, self.state, self.updates, self.deleted, [*self.transforms, tf])
+    def with_transform(self, tf: Callable[[Any, Any], tuple[bool, Any]], vt: HType, guessed: bool = False) -> KTable:
+        return KTable(
+            self.kt, vt, None, self.node, self.state, self.updates, self.deleted, [*self.transforms, tf], guessed
+        )
 
 
 Val = SFrame | Scalar | KTable
@@ -221,8 +226,20 @@ def frame_of(
     keys: list[Any] | None = None,
     kt: HType | None = None,
     ordered: bool = True,
+    exact: bool = False,
 ) -> SFrame:
-    """An SFrame built from Python values held by the driver (through one Arrow table)."""
+    """An SFrame built from Python values held by the driver (through one Arrow table).
+
+    With `exact` (`vt` is a guess from some of the values), a value of another numeric kind
+    than `vt` (`1` where it says float, `True` where it says int) makes the frame's values
+    pickled, each kept as it is, instead of converted: the simulator holds them as they are."""
+    if exact and not isinstance(vt, OpaqueT):
+        try:
+            with exact_numbers():
+                for v in values:
+                    vt.encode(v)
+        except TypeError:
+            vt = OPAQUE
     cols: dict[str, Any] = {}
     fields: list[Any] = []
     if ordered:
@@ -244,4 +261,6 @@ def table_frame(spark: SparkSession, table: KTable) -> SFrame:
     if table.frame is not None:
         return table.frame
     items = table.items()
-    return frame_of(spark, [v for _, v in items], table.vt, [k for k, _ in items], table.kt, ordered=False)
+    return frame_of(
+        spark, [v for _, v in items], table.vt, [k for k, _ in items], table.kt, ordered=False, exact=table.guessed
+    )
