@@ -136,3 +136,22 @@ def test_the_translator_refuses_results_of_two_kinds(spark: SparkSession) -> Non
     with pytest.raises(NotTranslatable) as other:
         translate(lambda v: v.bit_length(), [x])
     assert not isinstance(other.value, MixedTypes)  # (another reason: typed as before)
+
+
+def test_a_step_typed_by_a_trial_call_on_the_executors_fails_naming_it(spark: SparkSession, tmp_path: Path) -> None:
+    """A lookup's requests through `two_kinds` on the executors (its chain runs in the state's
+    processor, its results kept pickled there): the answers' column is typed by the trial
+    call, and `True` fails naming the step rather than coming back as `1`."""
+    flow = hl.FlowBuilder("two_kinds_executors")
+    p = flow.process(P)
+    t = p.tick()
+    table = p.source("xs", int).map(lambda x: (x % 2, x)).into_keyed().last()
+    asks = p.source("asks", int).batch(t, ND).map(two_kinds).map(lambda a: (a % 2, a)).into_keyed()
+    asks.lookup_keyed_singleton(table.snapshot(t, ND)).entries().all_ticks().sink("out")
+    entries = {"xs": (int, None, [[0, 1, 2]]), "asks": (int, None, [[2, 1]])}
+    with pytest.raises(UserFunctionError) as err:
+        run_to_json(spark, flow.finalize(), tmp_path, entries, ("out",), "executors")
+    text = str(err.value)
+    assert "map() failed on element (True, 1) in batch 0" in text, text  # (the request, the value found)
+    assert "the value True is not int, the type a trial call of its function gave it" in text, text
+    assert "fix: return values of one type" in text, text

@@ -73,7 +73,7 @@ from .keyed_processor import (
     run_op,
 )
 from .lambdas import MixedTypes, NotTranslatable, TExpr, translate
-from .pyfn import PANDAS_NOTE, FnSite, map_in_arrow, reencode
+from .pyfn import INIT_TYPED, PANDAS_NOTE, TRIAL_TYPED, FnSite, KindCheck, map_in_arrow, reencode
 from .region import Chain, ExecutorSeen, Region
 from .types import (
     OPAQUE,
@@ -82,6 +82,7 @@ from .types import (
     OptT,
     Prim,
     TupleT,
+    declared_result,
     fold_type,
     has_opaque,
     infer_result,
@@ -115,7 +116,9 @@ UNKNOWN_BATCH = -1  # a worker does not know the batch id; the runtime fills it 
 
 
 # ------------------------------------------------------------------ types, as the driver path derives them
-def _step_type(op: n.Node, vt: HType) -> HType:
+def _step_type(op: n.Node, vt: HType, trial: list[n.Node] | None = None) -> HType:
+    """The step's result type (as the driver path types it); a step typed by a trial call (a
+    guess from one sample) is appended to `trial`."""
     f = getattr(op, "f", None)
     if isinstance(op, n.Filter) or f is None:
         return vt
@@ -133,13 +136,20 @@ def _step_type(op: n.Node, vt: HType) -> HType:
     if isinstance(op, n.FlatMap):
         from .ops import flat_item_type
 
+        if trial is not None:
+            trial.append(op)
         return flat_item_type(f, vt)
+    if trial is not None and declared_result(f) is None:
+        trial.append(op)
     t = infer_result(f, [vt])
     return strip_optional(t) if isinstance(op, n.FilterMap) else t
 
 
-def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType | None]:
-    """The (value, key) types at the end of `chain`, from its input's types."""
+def chain_types(
+    chain: Chain, vt: HType, kt: HType | None, trial: list[n.Node] | None = None
+) -> tuple[HType, HType | None]:
+    """The (value, key) types at the end of `chain`, from its input's types (`trial`: gets
+    the steps typed by a trial call)."""
     for op in chain.ops:
         if isinstance(op, n.IntoKeyed):
             kt, vt = (vt.items[0], vt.items[1]) if isinstance(vt, TupleT) and len(vt.items) == 2 else (OPAQUE, OPAQUE)
@@ -150,7 +160,7 @@ def chain_types(chain: Chain, vt: HType, kt: HType | None) -> tuple[HType, HType
         elif isinstance(op, n.Unique):  # (a batch's first occurrences: the same types)
             continue
         else:
-            vt = _step_type(op, vt)
+            vt = _step_type(op, vt, trial)
     return vt, kt
 
 
@@ -344,7 +354,9 @@ class ExecutorRegion:
         self.tables: dict[int, tuple[int, HType, HType]] = {}
         #: a table or answer whose state's value type is a guess (`guessed_type`): its values
         #: are checked to have that type exactly (`reencode`'s checks), never converted
-        self.checks: dict[int, tuple[FnSite, HType, int | None]] = {}
+        self.checks: dict[int, list[KindCheck]] = {}
+        #: a chain (by tag) with a step typed by a trial call -> that step
+        self.trial: dict[int, n.Node] = {}
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
         # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
@@ -392,7 +404,11 @@ class ExecutorRegion:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
                 if guessed_type(st.node, vt):
-                    self.checks[id(st.node)] = (_site(st.node, stage), state_type(st.node, vt), None)
+                    self.checks.setdefault(id(st.node), []).append(
+                        KindCheck(_site(st.node, stage), state_type(st.node, vt), None, INIT_TYPED)
+                    )
+                elif not isinstance(st.node, (n.Fold, n.Count)):  # (first / last: the chain's type)
+                    self._check_trial(id(st.node), st.chains, None)
             if st.whole:
                 self.whole[id(st.node)] = f"whole:{key_of[st.slot]}"
         for lk in region.lookups:
@@ -402,10 +418,11 @@ class ExecutorRegion:
                 asks[group[lk.slot]].append((lk.chain.tag, key_of[lk.slot]))
             rt = fed[lk.slot] if state.table is not None else state_type(state.node, fed[lk.slot])
             if state.table is None and guessed_type(state.node, fed[lk.slot]):
-                self.checks[id(lk.node)] = (_site(state.node, stage), rt, 1)
+                self.checks.setdefault(id(lk.node), []).append(KindCheck(_site(state.node, stage), rt, 1, INIT_TYPED))
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
+            self._check_trial(id(lk.node), (lk.chain,), 0)
         seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in keeper_key.values()}
         for s in region.seen:
             if isinstance(s.node, n.Enumerate):  # (above)
@@ -472,7 +489,25 @@ class ExecutorRegion:
         inp = self.by_node[id(ch.input)]
         self.chains.append(_ChainFn(ch.tag, state, inp.src, self._ops(ch), pairs))
         self.tags[ch.tag] = role
-        return chain_types(ch, inp.vt, inp.kt)
+        trial: list[n.Node] = []
+        types = chain_types(ch, inp.vt, inp.kt, trial)
+        if trial:
+            self.trial[ch.tag] = trial[0]
+        return types
+
+    def _check_trial(self, node_id: int, chains: tuple[Chain, ...], part: int | None) -> None:
+        """Check the values `node_id` answers (`part` of them) when a step of its `chains` was
+        typed by a trial call: a value of another kind fails naming that step, never converted."""
+        step = next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
+        if step is None:
+            return
+        table = self.tables.get(node_id)
+        answer = self.answers.get(node_id)
+        t = table[2] if table is not None else answer[2] if answer is not None else None
+        if t is not None and part is not None and isinstance(t, TupleT):
+            t = t.items[part]
+        if t is not None:
+            self.checks.setdefault(node_id, []).append(KindCheck(_site(step, self.stage), t, part, TRIAL_TYPED))
 
     def _ops(self, ch: Chain) -> tuple[Op, ...]:
         """`ch`'s steps as the workers run them; a `unique()` / `keys()` names its step: a

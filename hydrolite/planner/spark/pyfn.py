@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import chain, compress
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -282,29 +282,40 @@ def split_pairs(in_t: HType, site: FnSite) -> ArrowFn:
     return run
 
 
-#: how to fix a fold whose accumulator changes kind (`reencode`'s checks, `frame_of(exact=)`)
+#: how to fix a fold whose accumulator changes kind (`reencode`'s checks)
 ACC_TYPE_FIX = (
     "fix: declare the accumulator's types (`acc_type=int | float`: each value is then kept exactly as it is) "
     "or keep one kind throughout (e.g. a `float` init and `float(...)` results)"
 )
+#: where a checked type came from, and the fix (`KindCheck.given`)
+INIT_TYPED = ("the type its init (or a reduce's elements) gave it", ACC_TYPE_FIX)
+TRIAL_TYPED = ("the type a trial call of its function gave it", ONE_TYPE_FIX)
 
 
-def reencode(
-    columns: dict[str, tuple[HType, HType]], checks: dict[str, tuple[FnSite, HType, int | None]] | None = None
-) -> ArrowFn:
+class KindCheck(NamedTuple):
+    """Of values whose type is a guess, what `reencode` checks: the operator the guess is
+    about, the type the values must have exactly, which part of each value (an index into a
+    tuple, or None for all of it), and where the type came from, with the fix."""
+
+    site: FnSite
+    t: HType
+    part: int | None
+    given: tuple[str, str]
+
+
+def reencode(columns: dict[str, tuple[HType, HType]], checks: dict[str, list[KindCheck]] | None = None) -> ArrowFn:
     """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass
     through. `checks`: of a column whose type is a guess (a Python fold's accumulator typed
-    from its init), the operator, the type its values must have exactly, and which part of
-    the value (an index into a tuple, or None for all of it): a value of another numeric kind
-    fails naming the operator and the value, where it would otherwise be converted."""
+    from its init, a step typed by a trial call), a value of another numeric kind fails
+    naming the operator and the value, where it would otherwise be converted."""
     checks = checks or {}
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             for name, (src, dst) in columns.items():
                 xs = [src.decode(x) for x in rb.column(rb.schema.get_field_index(name)).to_pylist()]
-                if name in checks:
-                    _check_kinds(xs, *checks[name])
+                for check in checks.get(name, ()):
+                    _check_kinds(xs, check)
                 try:
                     values = [dst.encode(x) for x in xs]
                 except TypeError as exc:
@@ -317,17 +328,16 @@ def reencode(
     return run
 
 
-def _check_kinds(xs: list[Any], site: FnSite, t: HType, part: int | None) -> None:
+def _check_kinds(xs: list[Any], check: KindCheck) -> None:
     with exact_numbers():
         for x in xs:
-            v = x if part is None or x is None else x[part]
+            v = x if check.part is None or x is None else x[check.part]
             try:
-                t.encode(v)
+                check.t.encode(v)
             except TypeError as exc:
-                why = (
-                    f"the value {v!r} is not {t.describe()}, the type its init (or a reduce's elements) gave it: {exc}"
-                )
-                raise site.fail(x, TypeError(f"{why}; {ACC_TYPE_FIX}")) from exc
+                source, fix = check.given
+                why = f"the value {v!r} is not {check.t.describe()}, {source}: {exc}"
+                raise check.site.fail(x, TypeError(f"{why}; {fix}")) from exc
 
 
 def equality_bytes(col: str, name: str) -> ArrowFn:
