@@ -142,3 +142,38 @@ def _record(cls: type) -> Convert | None | _Kept:
     if dataclasses.is_dataclass(cls):
         return lambda x: dataclasses.replace(x, **{name: c(getattr(x, name)) for name, c in changed.items()})
     return lambda x: x._replace(**{name: c(getattr(x, name)) for name, c in changed.items()})
+
+
+def declared_result(f: Callable[..., Any]) -> Convert | None:
+    """The conversion `f`'s return annotation makes of its results (`-> float`: an int result
+    is held as a float), or None. A declared type is the user's word on both backends: Spark
+    stores the result in a column of that type, and the simulator holds it the same way."""
+    try:
+        ret = typing.get_type_hints(f).get("return")
+    except Exception:  # annotations that do not resolve: nothing declared
+        return None
+    return None if ret is None else holder(ret)
+
+
+def as_declared(f: Callable[..., Any], convert: Convert | None) -> Callable[..., Any]:
+    """`f` with `convert` applied to each result (`f` itself when there is nothing to convert).
+
+    >>> def half(x: int) -> float:
+    ...     return x // 2
+    >>> as_declared(half, declared_result(half))(5)
+    2.0
+    """
+    if convert is None:
+        return f
+    return _Declared(f, convert)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Declared:
+    """A user function whose results are held as its declared type (picklable: a worker runs it)."""
+
+    f: Callable[..., Any]
+    convert: Convert
+
+    def __call__(self, *args: Any) -> Any:
+        return self.convert(self.f(*args))

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from .._site import CallSite
 from ..nondet import NonDet
+from ..port_values import as_declared, declared_result, holder
 from .ids import AlignId, CycleId, LocId, TickId
 from .meta import Meta
 
@@ -132,6 +133,11 @@ class Map(Unary):
     op: ClassVar[str] = "map"
     passthrough: ClassVar[bool] = True
 
+    def run_fn(self) -> Callable[..., Any]:
+        """`f` as every backend runs it: its results held as its return annotation declares
+        (`-> float`: an int result is a float, as in Spark's column; `port_values`)."""
+        return as_declared(self.f, declared_result(self.f))
+
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Filter(Unary):
@@ -149,6 +155,10 @@ class FilterMap(Unary):
     f: Callable[..., Any]
     op: ClassVar[str] = "filter_map"
     passthrough: ClassVar[bool] = True
+
+    def run_fn(self) -> Callable[..., Any]:
+        """`f` as every backend runs it (see `Map.run_fn`; `-> float | None` holds floats)."""
+        return as_declared(self.f, declared_result(self.f))
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -181,6 +191,20 @@ class Fold(Unary):
 
     def keeps_history(self) -> bool:
         return True
+
+    def declared_acc(self) -> bool:
+        """Whether `acc_type=` named the accumulator's type (else it is `type(init)`)."""
+        return self.meta.elem is not type(self.init)
+
+    def run_fn(self) -> Callable[[Any, Any], Any]:
+        """`f` as every backend runs it: with `acc_type=`, each accumulator held as that type
+        (`acc_type=float`: `0 + 1` is `1.0`, as Spark's column holds it)."""
+        return as_declared(self.f, holder(self.meta.elem) if self.declared_acc() else None)
+
+    def run_init(self) -> Any:
+        """`init` as every backend starts from it (held as `acc_type=` declares)."""
+        convert = holder(self.meta.elem) if self.declared_acc() else None
+        return self.init if convert is None else convert(self.init)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -44,9 +44,10 @@ class _Folding(Aggregate):
     def setup(self) -> None:
         super().setup()
         node: Any = self.node
-        self.f: Callable[[Any, Any], Any] = node.f
         self.has_init: bool = isinstance(node, n.Fold)
-        self.init: Any = node.init if self.has_init else EMPTY
+        # (a fold's accumulators held as `acc_type=` declares)
+        self.f: Callable[[Any, Any], Any] = node.run_fn() if self.has_init else node.f
+        self.init: Any = node.run_init() if self.has_init else EMPTY
 
     def init_state(self) -> Any:
         return {} if self.keyed else kernels.private(self.init) if self.has_init else EMPTY

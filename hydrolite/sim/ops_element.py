@@ -70,7 +70,8 @@ class _Elementwise(Op):
 
     def setup(self) -> None:
         node: Any = self.node
-        self.f: Callable[..., Any] = node.f
+        # (map / filter_map: results held as the function's return annotation declares)
+        self.f: Callable[..., Any] = node.run_fn() if isinstance(node, (n.Map, n.FilterMap)) else node.f
         run = self.by_kind().get(self.in_kinds[0])
         if run is None:
             raise _no_semantics(self)

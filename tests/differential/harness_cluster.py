@@ -36,13 +36,13 @@ class PerMember(list[Any]):
     """A cluster sink's model outputs: compared per member, not in one interleaving."""
 
 
-def _same(spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
+def _same(spark_out: list[Any], model: list[Any], ordered: bool, strict: bool = False) -> bool:
     if not isinstance(model, PerMember):
-        return _plain_same(spark_out, model, ordered)
+        return _plain_same(spark_out, model, ordered, strict)
     members = {m for m, _ in spark_out} | {m for m, _ in model}
     for m in members:
         a, b = [x for k, x in spark_out if k == m], [x for k, x in model if k == m]
-        if not _plain_same(a, b, ordered):
+        if not _plain_same(a, b, ordered, strict):
             return False
     return True
 

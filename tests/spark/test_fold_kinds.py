@@ -95,3 +95,46 @@ def test_which_accumulator_types_are_guesses(spark: SparkSession) -> None:
     assert not guessed_type(xs.fold(0.0, lambda a, x: a + x, acc_type=float)._node, ints)  # declared
     assert not guessed_type(xs.reduce(lambda a, b: max(a, b))._node, ints)
     assert guessed_type(xs.reduce(lambda a, b: a / b)._node, ints)
+
+
+def half(x: int) -> float:
+    return x // 2  # (an int: held as the float the annotation declares)
+
+
+def nonzero(x: int) -> float | None:
+    return None if x == 0 else x
+
+
+def build_declared() -> hl.Flow:
+    """Declared types are the user's word on both backends: a map's return annotation and a
+    fold's `acc_type=` hold each result as declared (the simulator converts as Spark's column
+    does), on the translated, the Arrow, the native and the executor paths."""
+    flow = hl.FlowBuilder("declared_kinds")
+    p = flow.process(P)
+    t = p.tick()
+    xs = p.source("xs", int)
+    xs.map(half).map(repr).sink("half")  # translatable, but the annotation differs: held as float
+    xs.filter_map(nonzero).map(repr).sink("nonzero")
+    ks = xs.map(lambda x: (x % 2, x)).into_keyed()
+    summed = ks.fold(0, lambda a, x: a + x, acc_type=float)  # native (algebraic)
+    summed.snapshot(t, ND).entries().map(lambda e: f"{e[0]}:{e[1]!r}").all_ticks().sink("summed")
+    folded = ks.fold(0, lambda a, x: a * 3 + x, acc_type=float)  # Python (executors under `executors`)
+    asks = p.source("asks", int).batch(t, ND).map(lambda a: (a, 0)).into_keyed()
+    looked = asks.lookup_keyed_singleton(folded.snapshot(t, ND)).entries()
+    looked.map(lambda e: f"{e[0]}:{e[1][1]!r}").all_ticks().sink("folded")
+    return flow.finalize()
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_declared_types_hold_on_both_backends(spark: SparkSession, tmp_path: Path, keyed_state: str) -> None:
+    entries = {"xs": (int, None, [[0, 1, 2, 3]]), "asks": (int, None, [[0, 1]])}
+    ports = ("half", "nonzero", "summed", "folded")
+    runner, got = run_to_json(spark, build_declared(), tmp_path, entries, ports, keyed_state)
+    assert got == {
+        "half": {0: ["0.0", "0.0", "1.0", "1.0"]},
+        "nonzero": {0: ["1.0", "2.0", "3.0"]},
+        "summed": {0: ["0:2.0", "1:4.0"]},
+        "folded": {0: ["0:2.0", "1:6.0"]},  # key 0: 0.0 * 3 + 0, * 3 + 2; key 1: 1.0 * 3 + 3
+    }
+    report = verify_runner(runner)  # the simulator's replay holds the same values
+    assert report.identical, str(report)

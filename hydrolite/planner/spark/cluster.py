@@ -331,7 +331,11 @@ class _Lifter:
         if isinstance(node, (n.Fold, n.Reduce, n.Count, n.First, n.Last)):
             if single:
                 self.defaults[id(node)] = (
-                    const(node.init) if isinstance(node, n.Fold) else const(0) if isinstance(node, n.Count) else None
+                    const(node.run_init())
+                    if isinstance(node, n.Fold)
+                    else const(0)
+                    if isinstance(node, n.Count)
+                    else None
                 )
             return self.copy(node, meta)
         if isinstance(node, n.Sort):  # sorted per member: by (member, the user's key)

@@ -179,7 +179,7 @@ def guessed_type(node: n.Node, chain_vt: HType) -> bool:
     numeric kind (`0` where the type says float, after `a + x / 2 if x > 3 else a`) must be
     kept or refused, never converted: the simulator holds each value as the function made it."""
     if isinstance(node, n.Fold):
-        if node.meta.elem is not type(node.init):  # declared (`acc_type=`): converts as declared
+        if node.declared_acc():  # (`acc_type=`: every backend holds each accumulator as declared)
             return False
         t = fold_type(node.init, node.meta.elem)
     elif isinstance(node, n.Reduce):
@@ -318,7 +318,7 @@ def _site(node: n.Node, stage: str) -> FnSite:
 def _agg(node: n.Node, stage: str, publish: int | None = None) -> AggFn:
     site = _site(node, stage)
     if isinstance(node, n.Fold):
-        return AggFn("fold", node.f, True, node.init, site, publish)
+        return AggFn("fold", node.run_fn(), True, node.run_init(), site, publish)
     if isinstance(node, n.Reduce):
         # a reduce keeping the newer element (the key-value store's `lambda _old, new: new`)
         # is last(): its state is written without being read
@@ -521,8 +521,8 @@ class ExecutorRegion:
                 f: Any = self.keys[id(op)]
             elif distinct:
                 f = self.distinct.setdefault(id(op), len(self.distinct))
-            else:
-                f = getattr(op, "f", None)
+            else:  # (a map's results held as declared: `run_fn`)
+                f = op.run_fn() if isinstance(op, (n.Map, n.FilterMap)) else getattr(op, "f", None)
             keyed = op.children[0].meta.kind.keyed
             out.append(Op(_KIND[type(op)], keyed, f, _site(op, self.stage), distinct and ch.kept))
         return tuple(out)

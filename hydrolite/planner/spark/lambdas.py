@@ -32,7 +32,21 @@ from pyspark.sql import functions as F
 
 from .fn_source import function_ast
 from .reuse import derived, field_of, free_values, struct_of
-from .types import NONE, DictT, HType, ListT, NoneT, OptT, Prim, RecordT, StructT, TupleT, from_python, of_value
+from .types import (
+    NONE,
+    DictT,
+    HType,
+    ListT,
+    NoneT,
+    OptT,
+    Prim,
+    RecordT,
+    StructT,
+    TupleT,
+    declared_result,
+    from_python,
+    of_value,
+)
 
 INT, FLOAT, STR, BOOL = Prim(int), Prim(float), Prim(str), Prim(bool)
 
@@ -67,7 +81,13 @@ def translate(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:
         raise NotTranslatable("the function's source is not available as one expression")
     if len(fa.params) != len(args):
         raise NotTranslatable(f"expected {len(fa.params)} arguments, got {len(args)}")
-    return Translator(f, dict(zip(fa.params, args))).visit(fa.body)
+    te = Translator(f, dict(zip(fa.params, args))).visit(fa.body)
+    declared = declared_result(f)
+    if declared is not None and declared != te.t:  # the annotation is the user's word: held as declared
+        raise NotTranslatable(
+            f"its return annotation says {declared.describe()}, the expression gives {te.t.describe()}"
+        )
+    return te
 
 
 def translate_reused(f: Callable[..., Any], args: Sequence[TExpr]) -> TExpr:

@@ -186,7 +186,7 @@ def native_algebra(node: n.Node, vt: HType | None) -> Algebra | str:
     if vt is None or vt == OPAQUE:
         return "its elements' type is not known"
     if isinstance(node, n.Fold):
-        acc_t = of_value(node.init) or from_python(node.meta.elem)
+        acc_t = of_value(node.run_init()) or from_python(node.meta.elem)
         alg = analyze(node.f, acc_t, reduce=False)
     elif isinstance(node, n.Reduce):
         acc_t, alg = vt, analyze(node.f, vt, reduce=True)
@@ -596,5 +596,5 @@ def _start(st: NativeState) -> tuple[bool, Any, HType]:
     if isinstance(st.node, n.Count):
         return True, 0, INT
     if isinstance(st.node, n.Fold):
-        return True, st.node.init, of_value(st.node.init) or from_python(st.node.meta.elem) or OPAQUE
+        return True, st.node.run_init(), of_value(st.node.run_init()) or from_python(st.node.meta.elem) or OPAQUE
     return False, None, st.vt

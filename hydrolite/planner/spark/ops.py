@@ -164,7 +164,8 @@ def _kernel(ctx: BatchCtx, node: ElementWise, kind: str, values: list[Any], keye
     operator, the user's line, the element and the batch, like the Arrow path's."""
     table = KEYED_KERNELS if keyed else KERNELS
     try:
-        return list(table[kind](node.f, values))
+        f = node.run_fn() if isinstance(node, (n.Map, n.FilterMap)) else node.f  # (held as declared)
+        return list(table[kind](f, values))
     except KernelError as exc:
         raise ctx.site(node).fail(exc.element, exc.cause) from exc
 

@@ -46,7 +46,7 @@ def _spec(node: Aggregate, sf: SFrame) -> tuple[Algebra | None, bool, Any, HType
         return LAST, False, None, sf.vt
     if isinstance(node, n.Fold):
         acc_t = fold_type(node.init, node.meta.elem)
-        return analyze(node.f, acc_t, reduce=False), True, node.init, acc_t
+        return analyze(node.f, acc_t, reduce=False), True, node.run_init(), acc_t
     return analyze(node.f, sf.vt, reduce=True), False, None, sf.vt
 
 
@@ -108,7 +108,7 @@ def _global_python(
 ) -> Scalar:
     has, acc = _old(ctx, node, carried, has_init, init)
     assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
-    f = node.f
+    f = node.run_fn() if isinstance(node, n.Fold) else node.f  # (accumulators held as `acc_type=` declares)
     base = sf.df.select(*sf.order, "v").coalesce(1)
     fn = fold_global(f, acc, has, sf.vt, ctx.site(node), list(sf.order))
     rows = map_in_arrow(base, fn, "acc binary, n long").collect()
@@ -191,7 +191,7 @@ def _keyed_python(
     assert sf.kt is not None
     assert isinstance(node, (n.Fold, n.Reduce)), "count/first/last are algebraic: they never take the Python path"
     kt = sf.kt
-    f = node.f
+    f = node.run_fn() if isinstance(node, n.Fold) else node.f  # (accumulators held as `acc_type=` declares)
     starts: dict[Any, Any] = {}
     by_value = carried and has_opaque(kt)  # (see `_keyed_algebra`)
     if carried:
@@ -209,7 +209,7 @@ def _keyed_python(
     updates = {k: pickle.loads(r["acc"]) for k, r in zip(got, rows)}
     # the type declared with `acc_type=`; without one, from a value of this batch (a reduce
     # has no init: typing the stored values from `None` would read them all as None)
-    declared = isinstance(node, n.Fold) and node.meta.elem is not type(node.init) and acc_t != OPAQUE
+    declared = isinstance(node, n.Fold) and node.declared_acc() and acc_t != OPAQUE
     vt = _acc_type(next(iter(updates.values())), acc_t) if updates and not declared else acc_t
     if carried:
         ctx.state.put_many(ctx.key(node), updates, by_value)

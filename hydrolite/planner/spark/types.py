@@ -26,7 +26,8 @@ A column holds one type, so a value of another numeric kind — a `bool` where t
 and the column's type is a guess from a trial call (`declared_result` is None; `pyfn`
 encodes those results under `exact_numbers()`), such a value is refused with the
 function's error instead of being converted silently. A declared type (`-> float`) is the
-user's: an `int` result is stored as that `float`, as declared.
+user's: an `int` result is stored as that `float`, and the simulator holds it so too
+(`ir.nodes.Map.run_fn`).
 
 >>> with exact_numbers():
 ...     Prim(float).encode(3)

@@ -17,6 +17,7 @@ assert report.identical, str(report)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from collections.abc import Mapping
@@ -239,12 +240,36 @@ class _Query:
     tables: dict[str, dict[Any, Any]] = field(default_factory=dict)  # their versions so far, in the replay
 
 
-def _same(spark_out: list[Any], model: list[Any], ordered: bool) -> bool:
-    """Equal as Python compares (`1 == 1.0`: Spark writes a float sink's 1 as 1.0), in order
-    when the sink keeps it, else as multisets (by `grouping.group_bytes`, Python's equality)."""
+def _same(spark_out: list[Any], model: list[Any], ordered: bool, strict: bool = False) -> bool:
+    """Equal as Python compares (`1 == 1.0`: a file sink read back may hold 1.0 for 1), in
+    order when the sink keeps it, else as multisets (by `grouping.group_bytes`, Python's
+    equality). `strict` (a memory sink, which keeps each value's Python type): of the same
+    type too, all the way down — `1`, `1.0` and `True` are three answers, as `repr()` shows."""
+    if strict:
+        spark_out, model = [typed(x) for x in spark_out], [typed(x) for x in model]
     if ordered:
         return spark_out == model
     return sorted(map(_identity, spark_out)) == sorted(map(_identity, model))
+
+
+def typed(x: Any) -> Any:
+    """`x` with the type of each part beside it, so that equality also compares the types
+    (`typed(1) != typed(1.0)`; a NamedTuple is not its tuple).
+
+        >>> typed((1, [True])) == typed((1.0, [1])), typed({"a": 1}) == typed({"a": 1})
+        (False, True)
+    """
+    if isinstance(x, dict):
+        return ("dict", frozenset((typed(k), typed(v)) for k, v in x.items()))
+    if isinstance(x, (set, frozenset)):
+        return (type(x).__name__, frozenset(typed(v) for v in x))
+    if isinstance(x, (tuple, list)):
+        return (type(x).__qualname__, tuple(typed(v) for v in x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__qualname__, tuple(typed(getattr(x, f.name)) for f in dataclasses.fields(x)))
+    if isinstance(x, (bool, int, float, complex)):
+        return (type(x).__name__, x)
+    return x
 
 
 def _identity(x: Any) -> bytes:
@@ -370,8 +395,8 @@ def verify_plan(
                 wrote = written[sink.port].get(r.batch_id, [])
                 model = r.outputs[sink.port]
                 report.outputs += len(wrote)
-                ordered = sink.meta.ordered and isinstance(outputs[sink.port], MemorySink)
-                if not _same(wrote, model, ordered):
+                memory = isinstance(outputs[sink.port], MemorySink)
+                if not _same(wrote, model, sink.meta.ordered and memory, memory):
                     report.divergences.append(
                         Divergence(stage.name, sink.port, r.batch_id, wrote, model, operator_chain(sink))
                     )
