@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def digit_sum(x: int) -> int:
-    return sum(int(c) for c in str(abs(x))) * (1 if x >= 0 else -1)
+    return sum(int(c) for c in str(abs(int(x)))) * (1 if x >= 0 else -1)  # (total on a float key's sums too)
 
 
 def bool_or_int(x: int) -> int | bool:
@@ -40,9 +40,11 @@ def pair_py(t: tuple[int, int]) -> int:
     return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
 
 
-def key_forms(x: int) -> tuple[float, int]:
+def key_forms(x: int) -> tuple[int | float, int]:
     """(x % 3, x) with the key in one of the forms Python holds equal — 0, 0.0, -0.0; 1, 1.0,
-    True; 2, 2.0 — so that a state keeps them as one key on every backend (`grouping.py`)."""
+    True; 2, 2.0 — so that a state keeps them as one key on every backend (`grouping.py`).
+    Annotated with the kinds it returns: a declared `float` would hold every key as a float,
+    on both backends (`port_values.declared_result`), and the forms would be gone."""
     k = x % 3
     forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
     return forms[(x // 3) % 3], x
