@@ -544,10 +544,11 @@ def declared_result(f: Callable[..., Any], declared: Any = None) -> HType | None
         ret = typing.get_type_hints(f).get("return")
     except Exception:  # annotations that do not resolve: typed by a trial call
         return None
-    t = from_python(ret)
-    if t is not None:
-        return t
-    return OPAQUE if ret is object or _several_types(ret) else None
+    if ret is None:
+        return None
+    # an annotation Spark has no column type for (`object`, `int | bool`, `tuple[int | float, int]`,
+    # a plain class): the results are kept pickled, each as it is (as `port_values.holder` keeps them)
+    return from_python(ret) or OPAQUE
 
 
 def _several_types(t: Any) -> bool:
