@@ -293,3 +293,27 @@ def _unpickled(x: Any) -> Any:
             _unpickled(i) if isinstance(i, str) else i if not isinstance(i, (list, tuple)) else _unpickled(i) for i in x
         )
     return x
+
+
+def request_form(x):  # type: ignore[no-untyped-def]  # (unannotated: its keys stay pickled, in their forms)
+    return (0 if x < 10 else 0.0, x)
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_requests_equal_in_python_each_get_their_answer(spark: SparkSession, tmp_path: Path, keyed_state: str) -> None:
+    """Two requests in one batch whose keys are equal in Python but in two forms (`0` and
+    `0.0`, pickled apart) each get the state's answer, in its own form. On the driver path the
+    requests were gathered in a dict, which kept one form: the other request found no answer,
+    silently (the differential test's type-strict comparison found it)."""
+    flow = hl.FlowBuilder("request_forms")
+    p = flow.process(P)
+    t = p.tick()
+    table = p.source("xs", int).map(lambda x: (x % 2, x)).into_keyed().fold_commutative(0, lambda a, x: a + x)
+    asks = p.source("asks", int).batch(t, ND).map(request_form).into_keyed()
+    looked = asks.lookup_keyed_singleton(table.snapshot(t, ND)).entries()
+    looked.map(lambda e: f"{e[0]!r}:{e[1][0]}:{e[1][1]}").all_ticks().sink("looked")
+    entries = {"xs": (int, None, [[2, 4, 5]]), "asks": (int, None, [[3, 12]])}
+    runner, got = run_to_json(spark, flow.finalize(), tmp_path, entries, ("looked",), keyed_state)
+    assert got == {"looked": {0: ["0.0:12:6", "0:3:6"]}}
+    report = verify_runner(runner)
+    assert report.identical, str(report)

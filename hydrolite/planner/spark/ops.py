@@ -483,9 +483,11 @@ def keyed_lookup(ctx: BatchCtx, node: n.KeyedLookup, args: list[Val]) -> Val:
         vt = table.vt
     else:  # found keys are encoded like the stream's keys, whatever the table's key type
         keys = [left.kt.decode(r["k"]) for r in left.df.select("k").distinct().collect()]
-        asked = {k: as_key(k, table.kt) for k in keys}  # (an int request of a float-keyed state: as a float)
-        found = table.lookup(list(dict.fromkeys(asked.values())))
-        hits = [(k, found[a]) for k, a in asked.items() if a in found]
+        # (a list, not a dict: `0` and `0.0`, distinct pickled requests, are one dict key, and
+        # the request in the form the dict dropped would find no answer to join with)
+        asked = [(k, as_key(k, table.kt)) for k in keys]  # (an int request of a float-keyed state: as a float)
+        found = table.lookup(list(dict.fromkeys(a for _, a in asked)))
+        hits = [(k, found[a]) for k, a in asked if a in found]
         right = frame_of(
             ctx.spark, [v for _, v in hits], table.vt, [k for k, _ in hits], left.kt, ordered=False, exact=table.guessed
         )
