@@ -94,12 +94,14 @@ def _index(kvs: list[Any]) -> dict[Any, list[Any]]:
 
 @evaluator(n.Join)
 class JoinOp(Op):
-    """join(): (k, (v1, v2)) for every pair of elements with equal keys (a symmetric hash join)."""
+    """join(): (k, (v1, v2)) for every pair of elements with equal keys (a symmetric hash join).
+    The pair's key is the left element's, as that element holds it: keys equal in Python may
+    come in two forms (`1` and `1.0`), and which side arrived last must not decide which."""
 
     __slots__ = ()
 
     def init_state(self) -> Any:
-        return ({}, {})
+        return ({}, {})  # per side: key -> [(the element's own key, value)]
 
     def tick(self, w: World, st: list[Any], vals: list[Any]) -> Any:
         right = _index(self._pairs(w, vals[self.ins[1]]))
@@ -109,9 +111,9 @@ class JoinOp(Op):
         mine, other = st[self.idx][port], st[self.idx][1 - port]
         out = []
         for k, v in self._pairs(w, delta):
-            mine.setdefault(k, []).append(v)
-            for o in other.get(k, ()):
-                out.append((k, (v, o) if port == 0 else (o, v)))
+            mine.setdefault(k, []).append((k, v))
+            for ok, o in other.get(k, ()):
+                out.append((k, (v, o)) if port == 0 else (ok, (o, v)))
         return out or NOTHING
 
     def _pairs(self, w: World, xs: list[Any]) -> list[Any]:

@@ -361,15 +361,13 @@ def _cross(a: SFrame, b: SFrame) -> SFrame:
 
 
 def common_type(a: HType, b: HType) -> HType:
-    """One encoding for values compared or combined across two frames: theirs when equal;
-    for two kinds of number (int, float, bool) the wider, as Python compares them (`1 ==
-    1.0 == True`; pickled, a join of int keys with float keys matched none: ints beyond 2**53
-    become the nearest float, as a float column holds them); else pickled (a key computed in
-    Python and a natively typed key must still match)."""
+    """One encoding for values compared or combined across two frames: theirs when equal,
+    else pickled — two kinds of number too (int and float, int and bool): each value keeps
+    its own kind, as the simulator keeps it (a wider column would turn a union's `1` into
+    `1.0`, a join's int key into a float), and `compared` matches pickled values by Python's
+    equality (`1 == 1.0 == True`), so an int key still meets a float key."""
     if a == b or a.spark() == b.spark():
         return a
-    if isinstance(a, Prim) and isinstance(b, Prim) and {a.py, b.py} <= {int, float, bool}:
-        return Prim(float) if float in (a.py, b.py) else Prim(int)
     return OPAQUE
 
 
