@@ -123,6 +123,8 @@ def static_initial(node: Node) -> tuple[bool, object]:
 
     if node.meta.kind is not Kind.SINGLETON:
         return False, None
+    if isinstance(node, nd.AlignedAt):  # (a mark for the alignment pass: its input's value)
+        return static_initial(node.input)
     if isinstance(node, nd.Latest):
         return static_initial(node.input) if role_of(node.input) is Role.CARRIED else (False, None)
     if isinstance(node, nd.Count):
@@ -163,6 +165,8 @@ def optional_initial(node: Node) -> tuple[bool, bool, object]:
         return has, has, value
     if node.meta.kind is not Kind.OPTIONAL:
         return False, False, None
+    if isinstance(node, nd.AlignedAt):
+        return optional_initial(node.input)
     if isinstance(node, nd.Latest):
         return optional_initial(node.input) if role_of(node.input) is Role.CARRIED else (False, False, None)
     if isinstance(node, (nd.Reduce, nd.First, nd.Last)):
@@ -190,12 +194,16 @@ def starts_empty(node: Node) -> bool:
         >>> counts = p.source("xs", tuple[str, int]).into_keyed().count()
         >>> starts_empty(counts.node), starts_empty(counts.map(lambda n: n + 1).node)
         (True, True)
+        >>> starts_empty(counts.aligned_at(p.local_align_point()).node)  # (a mark: its input's value)
+        True
     """
     from . import nodes as nd
     from .meta import Kind
 
     if node.meta.kind is not Kind.KEYED_SINGLETON:
         return False
+    if isinstance(node, nd.AlignedAt):  # (a mark for the alignment pass: its input's value)
+        return starts_empty(node.input)
     if isinstance(node, nd.Latest):
         return role_of(node.input) is Role.CARRIED and starts_empty(node.input)
     if isinstance(node, (nd.Count, nd.Fold, nd.Reduce, nd.First, nd.Last)):
