@@ -4,7 +4,7 @@ fold made it, on Spark as in the simulator.
 `fold(0, lambda a, x: a + x / 2 if x > 3 else a)` holds `0` (an int) for a key whose elements
 are small and `2.5` for another. Before, the driver path typed the table from the batch's
 first value and converted the rest (`0` read back as `0.0`), silently; the executor path
-converted the other way or failed without naming the operator. Now (`keyed_state.guessed_type`,
+converted the other way or failed without naming the operator. Now (`kinds.guessed_type`,
 `values.frame_of(exact=)`): a type that is only a guess from `init` is checked — the driver
 path keeps the values pickled when they differ in kind, the executor path (whose column type is
 fixed when the query starts) fails naming the fold and the fix; with `acc_type=int | float`
@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.planner.spark.errors import UserFunctionError
-from hydrolite.planner.spark.keyed_state import guessed_type
+from hydrolite.planner.spark.kinds import guessed_type
 from hydrolite.planner.spark.types import Prim
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import run_to_json

@@ -72,6 +72,7 @@ from .keyed_processor import (
     SeenFn,
     run_op,
 )
+from .kinds import guessed_type
 from .lambdas import MixedTypes, NotTranslatable, TExpr, translate
 from .pyfn import INIT_TYPED, PANDAS_NOTE, TRIAL_TYPED, FnSite, KindCheck, map_in_arrow, reencode
 from .region import Chain, ExecutorSeen, Region
@@ -171,28 +172,6 @@ def state_type(node: n.Node, chain_vt: HType) -> HType:
     if isinstance(node, n.Fold):
         return fold_type(node.init, node.meta.elem)
     return chain_vt
-
-
-def guessed_type(node: n.Node, chain_vt: HType) -> bool:
-    """Whether a fold's or reduce's value type is a guess — no `acc_type=`, and no translation
-    of its function proving that each result has that type — so that a value of another
-    numeric kind (`0` where the type says float, after `a + x / 2 if x > 3 else a`) must be
-    kept or refused, never converted: the simulator holds each value as the function made it."""
-    if isinstance(node, n.Fold):
-        if node.declared_acc():  # (`acc_type=`: every backend holds each accumulator as declared)
-            return False
-        t = fold_type(node.init, node.meta.elem)
-    elif isinstance(node, n.Reduce):
-        t = chain_vt
-    else:
-        return False
-    if t == OPAQUE:
-        return False
-    try:
-        got = translate(node.f, [TExpr(F.col("_a"), t), TExpr(F.col("_x"), chain_vt)])
-    except NotTranslatable:
-        return True
-    return got.t != t
 
 
 # ------------------------------------------------------------------ what the workers run
