@@ -544,11 +544,18 @@ def declared_result(f: Callable[..., Any], declared: Any = None) -> HType | None
         ret = typing.get_type_hints(f).get("return")
     except Exception:  # annotations that do not resolve: typed by a trial call
         return None
-    if ret is None:
+    if ret is None or _says_nothing(ret):  # (`-> Any`: typed by a trial call, exactly)
         return None
     # an annotation Spark has no column type for (`object`, `int | bool`, `tuple[int | float, int]`,
     # a plain class): the results are kept pickled, each as it is (as `port_values.holder` keeps them)
     return from_python(ret) or OPAQUE
+
+
+def _says_nothing(t: Any) -> bool:
+    """Whether annotation `t` leaves a type open (`Any`, a type variable, anywhere in it)."""
+    if t is Any or isinstance(t, typing.TypeVar):
+        return True
+    return any(_says_nothing(a) for a in typing.get_args(t) if a is not Ellipsis)
 
 
 def _several_types(t: Any) -> bool:
