@@ -106,6 +106,9 @@ class Var:
     # ticks whose outputs (all_ticks(), latest()) it derives from through the top level: such a
     # tick may not read it back (the Spark planner refuses that; `stages._check_no_self_feedback`)
     exits: frozenset[str] = frozenset()
+    # derives from a singleton turned into a stream, which has an element in every run of its
+    # tick: a tick cycle seeded by it would never settle (each run feeds the next)
+    every_tick: bool = False
 
 
 @dataclass
@@ -124,6 +127,7 @@ class Program:
         names = set(re.findall(r"\b(v\d+|xs|ys|ks|ws)\b", expr))
         inherited = frozenset().union(*(v.exits for v in self.vars if v.name in names))
         kw["exits"] = inherited | kw.get("exits", frozenset())
+        kw["every_tick"] = kw.get("every_tick", False) or any(v.every_tick for v in self.vars if v.name in names)
         v = Var(f"v{self.counter}", kind, tick, **kw)
         self.lines.append(f"{v.name} = {expr}")
         self.vars.append(v)
@@ -427,7 +431,10 @@ def _one_op(prog: Program, d: Draw, ticks: list[str]) -> None:
         elif v.ordered:
             prog.new(f"{v.name}.{d.choice(['first', 'last'])}()", "ksingle", v.tick, key=v.key)
     elif op == 16:  # a stream carried to the next run by a tick cycle
-        v = prog.pick(d, lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int" and v.ordered)
+        v = prog.pick(
+            d,
+            lambda v: v.kind == "stream" and v.tick is not None and v.elem == "int" and v.ordered and not v.every_tick,
+        )
         if v is None:
             return
         prog.counter += 1

@@ -235,7 +235,9 @@ def _one_op(prog: Program, d: Draw, batchy: set[str]) -> None:
         if v.name in batchy:
             batchy.add(out.name)
     else:  # a stream carried to the next run by a tick cycle
-        v = prog.pick(d, lambda v: v.kind == "stream" and _in_tick(v) and v.elem == "int" and v.ordered)
+        v = prog.pick(
+            d, lambda v: v.kind == "stream" and _in_tick(v) and v.elem == "int" and v.ordered and not v.every_tick
+        )
         if v is None:
             return
         prog.counter += 1

@@ -98,11 +98,11 @@ def _singleton(prog: Program, d: Draw) -> None:
             f"{v.name}.filter_map({d.choice(INT_FILTER_MAPS)}).map(lambda x: x + 1).unwrap_or(-2)", "single", v.tick
         )
     elif what == 3:
-        prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick)
+        prog.new(f"{v.name}.flat_map_ordered({d.choice(INT_FLAT_MAPS)})", "stream", v.tick, every_tick=True)
     elif what == 4:
         prog.new(f"{v.name}.defer_tick().unwrap_or(-3)", "single", v.tick)
     elif what == 5:
-        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)}).into_stream()", "stream", v.tick)
+        prog.new(f"{v.name}.filter({d.choice(INT_FILTERS)}).into_stream()", "stream", v.tick, every_tick=True)
     else:  # the optional as a singleton holding None when absent
         f = d.choice(INT_FILTERS)
         prog.new(f"{v.name}.filter({f}).into_singleton().map(lambda x: -1 if x is None else x * 2)", "single", v.tick)
