@@ -305,19 +305,29 @@ class Processor(StatefulProcessor):
 
     def _join(self, fn: JoinFn, k: Any, by_role: dict[str, list[Row]], out: list[Any]) -> None:
         stored = self._stored()
-        lefts, rights, accs = (stored if len(stored) == 3 else (*stored, {})) if stored is not None else ([], [], {})
-        new_l = [pickle.loads(x)[1] for _, _, x in by_role.get(LEFT, [])]
+        lefts, rights, accs, left_keys = _join_state(stored, k)
+        new = [pickle.loads(x) for _, _, x in by_role.get(LEFT, [])]
+        new_l, new_lk = [v for _, v in new], [key for key, _ in new]
         new_r = [pickle.loads(x)[1] for _, _, x in by_role.get(RIGHT, [])]
         if new_l or new_r:
-            pairs = [(a, b) for a in new_l for b in rights] + [(a, b) for a in lefts + new_l for b in new_r]
-            accs = _fold_kept(fn.folds, k, [(NO_ORDER, None, (k, p)) for p in pairs], accs, out)
-            # (without folds the stored value stays a two-tuple, as before they existed)
-            value = (lefts + new_l, rights + new_r, accs) if accs else (lefts + new_l, rights + new_r)
+            # each pair carries its left element's own key (`1` and `1.0` are one group here,
+            # and the simulator's join keeps the left element's form)
+            pairs = [(lk, (a, b)) for lk, a in zip(new_lk, new_l) for b in rights]
+            pairs += [(lk, (a, b)) for lk, a in zip(left_keys + new_lk, lefts + new_l) for b in new_r]
+            accs = _fold_kept(fn.folds, k, [(NO_ORDER, None, kp) for kp in pairs], accs, out)
+            # (the left keys are stored only when a form differs from the group's: else as before)
+            forms = left_keys + new_lk
+            keep = forms if any(type(f) is not type(k) or f != k for f in forms) else None
+            value: tuple[Any, ...] = (lefts + new_l, rights + new_r)
+            if accs or keep is not None:
+                value += (accs,)
+            if keep is not None:
+                value += (keep,)
             self.value.update((pickle.dumps(value, protocol=5),))
-            for pair in pairs:  # (a join's output has no order)
-                out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (k, pair)))
+            for lk, pair in pairs:  # (a join's output has no order)
+                out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (lk, pair)))
             for js in fn.seen:
-                self._joined_seen(js, [(NO_ORDER, None, (k, p)) for p in pairs], out)
+                self._joined_seen(js, [(NO_ORDER, None, kp) for kp in pairs], out)
         _answer_lookups(by_role, lambda tag: _kept_value(accs, fn.asks[tag]), out)
 
     def _joined_seen(self, js: JoinedSeen, items: list[Item], out: list[Any]) -> None:
@@ -410,6 +420,18 @@ def _fold_kept(
         if agg.publish is not None and has:
             out.append(answer(agg.publish, NO_ORDER, key, acc))
     return accs
+
+
+def _join_state(stored: tuple[Any, ...] | None, k: Any) -> tuple[list[Any], list[Any], dict[Any, Any], list[Any]]:
+    """A join group's stored (lefts, rights, the folds kept with it, the left elements' own
+    keys): two, three or four items as written (the keys only once a form differed from the
+    group's; before, every left element counts in the group's form)."""
+    if stored is None:
+        return [], [], {}, []
+    lefts, rights = stored[0], stored[1]
+    accs = stored[2] if len(stored) > 2 else {}
+    keys = stored[3] if len(stored) > 3 else [k] * len(lefts)
+    return lefts, rights, accs, keys
 
 
 def _kept_value(accs: dict[str, Any], key: str) -> tuple[bool, Any]:
