@@ -315,14 +315,9 @@ class Processor(StatefulProcessor):
             pairs = [(lk, (a, b)) for lk, a in zip(new_lk, new_l) for b in rights]
             pairs += [(lk, (a, b)) for lk, a in zip(left_keys + new_lk, lefts + new_l) for b in new_r]
             accs = _fold_kept(fn.folds, k, [(NO_ORDER, None, kp) for kp in pairs], accs, out)
-            # (the left keys are stored only when a form differs from the group's: else as before)
-            forms = left_keys + new_lk
-            keep = forms if any(type(f) is not type(k) or f != k for f in forms) else None
-            value: tuple[Any, ...] = (lefts + new_l, rights + new_r)
-            if accs or keep is not None:
-                value += (accs,)
-            if keep is not None:
-                value += (keep,)
+            # (the left elements' keys: the group's `k` is the form of whichever row this batch
+            # brought first, so it cannot stand for them)
+            value = (lefts + new_l, rights + new_r, accs, left_keys + new_lk)
             self.value.update((pickle.dumps(value, protocol=5),))
             for lk, pair in pairs:  # (a join's output has no order)
                 out.append(answer(fn.out, NO_ORDER, None, pair if fn.cross else (lk, pair)))
@@ -424,8 +419,8 @@ def _fold_kept(
 
 def _join_state(stored: tuple[Any, ...] | None, k: Any) -> tuple[list[Any], list[Any], dict[Any, Any], list[Any]]:
     """A join group's stored (lefts, rights, the folds kept with it, the left elements' own
-    keys): two, three or four items as written (the keys only once a form differed from the
-    group's; before, every left element counts in the group's form)."""
+    keys): four items as written now; two or three as older runs wrote them (every left
+    element then counts in the group's form, as those runs emitted it)."""
     if stored is None:
         return [], [], {}, []
     lefts, rights = stored[0], stored[1]
