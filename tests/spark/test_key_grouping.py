@@ -317,3 +317,24 @@ def test_requests_equal_in_python_each_get_their_answer(spark: SparkSession, tmp
     assert got == {"looked": {0: ["0.0:12:6", "0:3:6"]}}
     report = verify_runner(runner)
     assert report.identical, str(report)
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_a_join_pair_carries_its_left_elements_key(spark: SparkSession, tmp_path: Path, keyed_state: str) -> None:
+    """Float keys on the left, int keys on the right, the right side arriving a batch later:
+    each pair carries the left element's key as it holds it (`1.0`), on both backends — the
+    executors' join emitted the form of the rows its batch brought (`1`), and before this
+    session the simulator gave the key of the side that arrived last."""
+    flow = hl.FlowBuilder("join_key_forms")
+    p = flow.process(P)
+    left = p.source("xs", int).map(lambda x: (float(x % 2), x))
+    right = p.source("ys", int).map(lambda y: (y % 2, y))
+    left.join(right).map(lambda t: f"{t[0]!r}:{t[1]}").sink("joined")
+    entries = {"xs": (int, None, [[1, 2], []]), "ys": (int, None, [[], [3, 4]])}
+    runner, got = run_to_json(spark, flow.finalize(), tmp_path, entries, ("joined",), keyed_state)
+    assert got == {"joined": {1: ["0.0:(2, 4)", "1.0:(1, 3)"]}}
+    if keyed_state == "executors":
+        placed = [p for st in runner.plan.stages if st.placement for p in st.placement.placements]
+        assert any(p.node.op == "join" and p.executors for p in placed), placed
+    report = verify_runner(runner)
+    assert report.identical, str(report)
