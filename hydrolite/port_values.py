@@ -90,7 +90,7 @@ def _convert(t: Any) -> Convert | None | _Kept:
         return _each(_convert(args[0]), origin)
     if origin is dict and len(args) == 2:
         return _mapping(_convert(args[0]), _convert(args[1]))
-    if isinstance(t, type) and (dataclasses.is_dataclass(t) or _is_namedtuple(t)):
+    if isinstance(t, type) and (dataclasses.is_dataclass(t) or is_namedtuple(t)):
         return _record(t)
     return _KEPT
 
@@ -121,7 +121,8 @@ def _mapping(key: Convert | None | _Kept, value: Convert | None | _Kept) -> Conv
     return lambda d: {k(a): v(b) for a, b in d.items()}
 
 
-def _is_namedtuple(cls: type) -> bool:
+def is_namedtuple(cls: type) -> bool:
+    """Whether class `cls` is a NamedTuple (a tuple with `_fields`)."""
     return issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 

@@ -196,14 +196,17 @@ class Fold(Unary):
         """Whether `acc_type=` named the accumulator's type (else it is `type(init)`)."""
         return self.meta.elem is not type(self.init)
 
+    def _acc_holder(self) -> Callable[[Any], Any] | None:
+        return holder(self.meta.elem) if self.declared_acc() else None
+
     def run_fn(self) -> Callable[[Any, Any], Any]:
         """`f` as every backend runs it: with `acc_type=`, each accumulator held as that type
         (`acc_type=float`: `0 + 1` is `1.0`, as Spark's column holds it)."""
-        return as_declared(self.f, holder(self.meta.elem) if self.declared_acc() else None)
+        return as_declared(self.f, self._acc_holder())
 
     def run_init(self) -> Any:
         """`init` as every backend starts from it (held as `acc_type=` declares)."""
-        convert = holder(self.meta.elem) if self.declared_acc() else None
+        convert = self._acc_holder()
         return self.init if convert is None else convert(self.init)
 
 

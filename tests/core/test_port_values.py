@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydrolite.planner.spark.types import OpaqueT, from_python
+from hydrolite.planner.spark.verify import typed as with_types
 from hydrolite.port_values import holder
 
 
@@ -44,17 +45,7 @@ class Plain:
 
 def same(a: Any, b: Any) -> bool:
     """Equal, and of the same type all the way down (`1 == 1.0 == True` is not enough)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return len(a) == len(b) and all(any(same(k, j) and same(v, b[j]) for j in b) for k, v in a.items())
-    if isinstance(a, (set, frozenset)):
-        return len(a) == len(b) and all(any(same(x, y) for y in b) for x in a)
-    if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if dataclasses.is_dataclass(a):
-        return all(same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
-    return bool(a == b)
+    return bool(with_types(a) == with_types(b))
 
 
 def spark_holds(t: Any, x: Any) -> Any:

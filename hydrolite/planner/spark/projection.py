@@ -38,8 +38,9 @@ from typing import Any
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from ...port_values import is_namedtuple
 from .fn_source import function_ast
-from .types import HType, Prim, RecordT, TupleT, _is_namedtuple, from_python
+from .types import HType, Prim, RecordT, TupleT, from_python
 
 #: Column -> Column, called only when Spark runs (`Projected.build`)
 Build = Callable[[Any], Any]
@@ -120,7 +121,7 @@ def _index(e: ast.expr) -> int | None:
 
 def _indexable(t: HType) -> bool:
     """A tuple, or a record that is a tuple in Python too (a NamedTuple: `e[0]` is its first field)."""
-    return isinstance(t, TupleT) or (isinstance(t, RecordT) and t.cls is not None and _is_namedtuple(t.cls))
+    return isinstance(t, TupleT) or (isinstance(t, RecordT) and t.cls is not None and is_namedtuple(t.cls))
 
 
 def _field(inner: Projected, name: str, t: HType) -> Projected:

@@ -52,6 +52,8 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from ...port_values import is_namedtuple
+
 PRIMS: dict[type, tuple[T.DataType, Any, Any]] = {
     int: (T.LongType(), pa.int64(), 0),
     float: (T.DoubleType(), pa.float64(), 0.0),
@@ -243,7 +245,7 @@ class RecordT(StructT):
         vals = [t.decode(v) for t, v in zip(self.items, self._values(x))]
         if self.cls is None:
             return dict(zip(self.names, vals))
-        if _is_namedtuple(self.cls):
+        if is_namedtuple(self.cls):
             return self.cls(*vals)
         return self.cls(**dict(zip(self.names, vals)))
 
@@ -375,10 +377,6 @@ OPAQUE = OpaqueT()
 NONE = NoneT()
 
 
-def _is_namedtuple(cls: type) -> bool:
-    return issubclass(cls, tuple) and hasattr(cls, "_fields")
-
-
 def has_opaque(t: HType | None) -> bool:
     """Whether values of `t` hold pickled parts (Spark compares those by their bytes)."""
     if isinstance(t, OpaqueT):
@@ -426,13 +424,13 @@ def from_python(t: Any) -> HType | None:
     if origin is dict and len(args) == 2:
         k, v = from_python(args[0]), from_python(args[1])
         return DictT(k, v) if k is not None and v is not None else None
-    if isinstance(t, type) and (dataclasses.is_dataclass(t) or _is_namedtuple(t)):
+    if isinstance(t, type) and (dataclasses.is_dataclass(t) or is_namedtuple(t)):
         return _record(t)
     return None
 
 
 def _tuple_fields(cls: type) -> tuple[str, ...]:
-    """A NamedTuple's field names (`_fields`, which `_is_namedtuple` checked is there)."""
+    """A NamedTuple's field names (`_fields`, which `is_namedtuple` checked is there)."""
     fields: tuple[str, ...] = getattr(cls, "_fields", ())
     return fields
 

@@ -233,11 +233,11 @@ def frame_of(
     With `exact` (`vt` is a guess from some of the values), a value of another numeric kind
     than `vt` (`1` where it says float, `True` where it says int) makes the frame's values
     pickled, each kept as it is, instead of converted: the simulator holds them as they are."""
+    encoded: list[Any] | None = None
     if exact and not isinstance(vt, OpaqueT):
         try:
             with exact_numbers():
-                for v in values:
-                    vt.encode(v)
+                encoded = [vt.encode(v) for v in values]
         except TypeError:
             vt = OPAQUE
     cols: dict[str, Any] = {}
@@ -249,7 +249,7 @@ def frame_of(
         assert kt is not None
         cols["k"] = pa.array([kt.encode(k) for k in keys], type=kt.arrow())
         fields.append(pa.field("k", kt.arrow()))
-    cols["v"] = pa.array([vt.encode(v) for v in values], type=vt.arrow())
+    cols["v"] = pa.array(encoded if encoded is not None else [vt.encode(v) for v in values], type=vt.arrow())
     fields.append(pa.field("v", vt.arrow()))
     table = pa.Table.from_pydict(cols, schema=pa.schema(fields))
     df = spark.createDataFrame(table)
