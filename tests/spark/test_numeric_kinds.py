@@ -155,3 +155,55 @@ def test_a_step_typed_by_a_trial_call_on_the_executors_fails_naming_it(spark: Sp
     assert "map() failed on element (True, 1) in batch 0" in text, text  # (the request, the value found)
     assert "the value True is not int, the type a trial call of its function gave it" in text, text
     assert "fix: return values of one type" in text, text
+
+
+def key_or_true(x):  # type: ignore[no-untyped-def]
+    if x == 1:  # (typed by a trial call: tuple[int, int])
+        return (True, x)
+    return (x, x)
+
+
+def trial_typed(where: str) -> hl.Flow:
+    """`two_kinds` / `key_or_true` feeding what the executors answer with: a state's keys read
+    by another query, a stateful `unique()`'s elements, a join's pairs, a `last()` table's
+    values as a lookup answers them."""
+    flow = hl.FlowBuilder(f"trial_{where}")
+    p = flow.process(P)
+    t = p.tick()
+    xs = p.source("xs", int)
+    if where == "keys":
+        xs.map(key_or_true).into_keyed().last().snapshot(t, ND).entries().map(repr).all_ticks().sink("out")
+    elif where == "unique":
+        xs.map(two_kinds).unique().map(repr).sink("out")
+    elif where == "join":
+        xs.map(key_or_true).join(xs.map(lambda x: (x, -x))).map(repr).sink("out")
+    else:
+        table = xs.map(lambda x: (x % 2, two_kinds(x))).into_keyed().last()
+        asks = p.source("asks", int).batch(t, ND).map(lambda a: (a, 0)).into_keyed()
+        asks.lookup_keyed_singleton(table.snapshot(t, ND)).entries().map(repr).all_ticks().sink("out")
+    return flow.finalize()
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+@pytest.mark.parametrize(
+    ("where", "bad"),
+    [("keys", "True"), ("unique", "True"), ("join", "(True, (1, -1))"), ("looked_up", "True")],
+)
+def test_what_a_trial_typed_step_feeds_is_never_converted(
+    spark: SparkSession, tmp_path: Path, keyed_state: str, where: str, bad: str
+) -> None:
+    """The simulator answers `(True, 1)`, `True`, `(True, (1, -1))`, `(0, True)`; Spark's
+    columns, typed by the trial call as ints, would hold `1`. Before, the executors wrote that
+    `1` (a key, a `unique()`'s element, a join's pair, a looked-up value); now both paths fail
+    naming the step, the value and the fix."""
+    entries = {"xs": (int, None, [[0, 1, 2]]), "asks": (int, None, [[1, 0]])}
+    with pytest.raises(UserFunctionError) as err:
+        run_to_json(spark, trial_typed(where), tmp_path, entries, ("out",), keyed_state)
+    text = str(err.value)
+    assert "map() failed on element" in text and "in batch 0 of query" in text, text
+    if keyed_state == "executors":  # (the value the processor answered, as the check saw it)
+        assert f"the value {bad} is not" in text and "the type a trial call of its function gave it" in text, text
+    else:  # (the step itself, as it ran on the driver's rows)
+        assert "does not fit" in text and "the type its results have on Spark" in text, text
+    assert "True is a bool, where the column holds int: Spark would return it as 1" in text, text
+    assert "fix: return values of one type" in text, text

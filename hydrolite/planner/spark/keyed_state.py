@@ -72,23 +72,16 @@ from .keyed_processor import (
     SeenFn,
     run_op,
 )
-from .kinds import guessed_type
-from .lambdas import MixedTypes, NotTranslatable, TExpr, translate
+from .kinds import chain_types, guessed_type, state_type
 from .pyfn import INIT_TYPED, PANDAS_NOTE, TRIAL_TYPED, FnSite, KindCheck, map_in_arrow, reencode
 from .region import Chain, ExecutorSeen, Region
 from .types import (
     OPAQUE,
     HType,
-    ListT,
     OptT,
     Prim,
     TupleT,
-    declared_result,
-    fold_type,
     has_opaque,
-    infer_result,
-    of_value,
-    strip_optional,
 )
 from .values import KTable, SFrame
 
@@ -114,64 +107,6 @@ _KIND = {
     n.Keys: "distinct_keys",
 }
 UNKNOWN_BATCH = -1  # a worker does not know the batch id; the runtime fills it in (`with_batch`)
-
-
-# ------------------------------------------------------------------ types, as the driver path derives them
-def _step_type(op: n.Node, vt: HType, trial: list[n.Node] | None = None) -> HType:
-    """The step's result type (as the driver path types it); a step typed by a trial call (a
-    guess from one sample) is appended to `trial`."""
-    f = getattr(op, "f", None)
-    if isinstance(op, n.Filter) or f is None:
-        return vt
-    try:
-        t = translate(f, [TExpr(F.col("v"), vt)]).t
-        if isinstance(op, n.FlatMap):
-            if isinstance(t, ListT):
-                return t.item
-            raise NotTranslatable("not a list")
-        return strip_optional(t) if isinstance(op, n.FilterMap) else t
-    except MixedTypes:  # (results that may differ in type are kept pickled, as the tick keeps them)
-        return OPAQUE
-    except NotTranslatable:
-        pass
-    if isinstance(op, n.FlatMap):
-        from .ops import flat_item_type
-
-        if trial is not None:
-            trial.append(op)
-        return flat_item_type(f, vt)
-    if trial is not None and declared_result(f) is None:
-        trial.append(op)
-    t = infer_result(f, [vt])
-    return strip_optional(t) if isinstance(op, n.FilterMap) else t
-
-
-def chain_types(
-    chain: Chain, vt: HType, kt: HType | None, trial: list[n.Node] | None = None
-) -> tuple[HType, HType | None]:
-    """The (value, key) types at the end of `chain`, from its input's types (`trial`: gets
-    the steps typed by a trial call)."""
-    for op in chain.ops:
-        if isinstance(op, n.IntoKeyed):
-            kt, vt = (vt.items[0], vt.items[1]) if isinstance(vt, TupleT) and len(vt.items) == 2 else (OPAQUE, OPAQUE)
-        elif isinstance(op, (n.Entries, n.Values)):  # a keyed stream's elements, unkeyed
-            vt, kt = (TupleT((kt or OPAQUE, vt)) if isinstance(op, n.Entries) else vt), None
-        elif isinstance(op, n.Keys):  # a batch's keys, as a stream
-            vt, kt = kt or OPAQUE, None
-        elif isinstance(op, n.Unique):  # (a batch's first occurrences: the same types)
-            continue
-        else:
-            vt = _step_type(op, vt, trial)
-    return vt, kt
-
-
-def state_type(node: n.Node, chain_vt: HType) -> HType:
-    """The type of a keyed aggregate's values (as `ops_state._spec` derives it)."""
-    if isinstance(node, n.Count):
-        return of_value(0) or OPAQUE
-    if isinstance(node, n.Fold):
-        return fold_type(node.init, node.meta.elem)
-    return chain_vt
 
 
 # ------------------------------------------------------------------ what the workers run
@@ -331,11 +266,14 @@ class ExecutorRegion:
         #: a state another query reads, or the query reads whole -> (the tag of its updated
         #: keys' rows, key type, value type)
         self.tables: dict[int, tuple[int, HType, HType]] = {}
-        #: a table or answer whose state's value type is a guess (`guessed_type`): its values
-        #: are checked to have that type exactly (`reencode`'s checks), never converted
-        self.checks: dict[int, list[KindCheck]] = {}
-        #: a chain (by tag) with a step typed by a trial call -> that step
+        #: a table or answer whose column ("k" / "v") has a type that is a guess (a state's
+        #: value type, `guessed_type`; a chain's step typed by a trial call): its values are
+        #: checked to have that type exactly (`reencode`'s checks), never converted
+        self.checks: dict[int, dict[str, list[KindCheck]]] = {}
+        #: a chain (by tag) with a step typed by a trial call (its own, or its keeper's) -> that step
         self.trial: dict[int, n.Node] = {}
+        #: a join (or keyed enumerate()) whose chains have such a step -> that step
+        self.kept_trial: dict[int, n.Node] = {}
         #: a state the query reads whole -> the key of the table kept for it (`whole_table`)
         self.whole: dict[int, str] = {}
         # the joins first: the folds kept with one (`ExecutorState.joined`) start from its output
@@ -349,6 +287,8 @@ class ExecutorRegion:
             rt, _ = self._chain(j.right, key, RIGHT, split)
             keeper_key[id(j.node)], keeper_out[id(j.node)] = key, TupleT((lt, rt)) if cross else _join_type(lt, rt)
             self.answers[id(j.node)] = (j.left.tag, None, keeper_out[id(j.node)])
+            self._check_trial(id(j.node), (j.left, j.right), "v", None)
+            self._keeps_trial(id(j.node), (j.left, j.right))
         # then the keyed enumerate()s: the folds kept with one start from its (index, element) pairs
         for s in region.seen:
             if isinstance(s.node, n.Enumerate):
@@ -356,6 +296,7 @@ class ExecutorRegion:
                 _, kt = self._seen(s, key)
                 keeper_key[id(s.node)], keeper_out[id(s.node)] = key, self.answers[id(s.node)][2]
                 enum_kt[id(s.node)] = kt
+                self._keeps_trial(id(s.node), s.chains)
         # slot -> the state key its rows and its lookups' requests are grouped under
         group = {s.slot: keeper_key[id(s.joined.input)] if s.joined else key_of[s.slot] for s in region.states}
         folds: dict[str, list[JoinedFold]] = {key: [] for key in keeper_key.values()}
@@ -368,8 +309,7 @@ class ExecutorRegion:
                 else AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
             )
             if st.joined is not None:
-                keeper = id(st.joined.input)
-                vt, kt = chain_types(st.joined, keeper_out[keeper], enum_kt.get(keeper))
+                vt, kt = self._joined(st.joined, keeper_out, enum_kt)
             else:
                 vt, kt = self._fed(st.chains, key_of[st.slot])
             if st.publish is not None and has_opaque(kt):  # (published keys merge by their bytes)
@@ -382,12 +322,14 @@ class ExecutorRegion:
             if st.publish is not None:
                 assert kt is not None  # (a keyed aggregate's chain ends keyed)
                 self.tables[id(st.node)] = (st.publish, kt, state_type(st.node, vt))
+                feeding = (st.joined,) if st.joined is not None else st.chains
+                self._check_trial(id(st.node), feeding, "k", None)
                 if guessed_type(st.node, vt):
-                    self.checks.setdefault(id(st.node), []).append(
-                        KindCheck(_site(st.node, stage), state_type(st.node, vt), None, INIT_TYPED)
+                    self._check(
+                        id(st.node), "v", KindCheck(_site(st.node, stage), state_type(st.node, vt), None, INIT_TYPED)
                     )
                 elif not isinstance(st.node, (n.Fold, n.Count)):  # (first / last: the chain's type)
-                    self._check_trial(id(st.node), st.chains, None)
+                    self._check_trial(id(st.node), feeding, "v", None)
             if st.whole:
                 self.whole[id(st.node)] = f"whole:{key_of[st.slot]}"
         for lk in region.lookups:
@@ -396,12 +338,18 @@ class ExecutorRegion:
             if state.joined is not None:
                 asks[group[lk.slot]].append((lk.chain.tag, key_of[lk.slot]))
             rt = fed[lk.slot] if state.table is not None else state_type(state.node, fed[lk.slot])
-            if state.table is None and guessed_type(state.node, fed[lk.slot]):
-                self.checks.setdefault(id(lk.node), []).append(KindCheck(_site(state.node, stage), rt, 1, INIT_TYPED))
+            guessed = state.table is None and guessed_type(state.node, fed[lk.slot])
+            if guessed:
+                self._check(id(lk.node), "v", KindCheck(_site(state.node, stage), rt, 1, INIT_TYPED))
             if lk.node.keep_missing and not isinstance(rt, OptT):
                 rt = OptT(rt)
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
-            self._check_trial(id(lk.node), (lk.chain,), 0)
+            self._check_trial(id(lk.node), (lk.chain,), "k", None)
+            self._check_trial(id(lk.node), (lk.chain,), "v", 0)
+            if (
+                not guessed and state.table is None and not isinstance(state.node, (n.Fold, n.Count))
+            ):  # (the chain's type)
+                self._check_trial(id(lk.node), (state.joined,) if state.joined else state.chains, "v", 1)
         seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in keeper_key.values()}
         for s in region.seen:
             if isinstance(s.node, n.Enumerate):  # (above)
@@ -410,7 +358,7 @@ class ExecutorRegion:
                 self._seen(s, keys[id(s.node)])
                 continue
             keeper = id(s.joined.input)
-            vt, kt = chain_types(s.joined, keeper_out[keeper], enum_kt.get(keeper))
+            vt, kt = self._joined(s.joined, keeper_out, enum_kt)
             kind, keyed = "keys" if isinstance(s.node, n.Keys) else "unique", s.node.children[0].meta.kind.keyed
             js = JoinedSeen(keys[id(s.node)], s.joined.tag, kind, keyed, self._ops(s.joined))
             seen_by[keeper_key[keeper]].append(js)
@@ -419,6 +367,8 @@ class ExecutorRegion:
             )
             if keeper in enum_kt and self.answers[id(s.node)][1] is None:
                 self.ordered.add(id(s.node))  # (an enumerate()'s elements arrive in order per key)
+            self._check_trial(id(s.node), (s.joined,), "k", None)
+            self._check_trial(id(s.node), (s.joined,), "v", None)
         for j in region.joins:
             key = keeper_key[id(j.node)]
             fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
@@ -448,7 +398,22 @@ class ExecutorRegion:
             self.answers[id(node)] = (tag, kt if keyed else None, vt)
         if self.answers[id(node)][1] is None:
             self.ordered.add(id(node))
+        self._check_trial(id(node), s.chains, "k", None)
+        self._check_trial(id(node), s.chains, "v", None)
         return vt, kt
+
+    def _joined(
+        self, ch: Chain, keeper_out: dict[int, HType], enum_kt: dict[int, HType | None]
+    ) -> tuple[HType, HType | None]:
+        """The (value, key) types of a chain from a join's (or keyed `enumerate()`'s) output, kept
+        with it; its step typed by a trial call is its own, else its keeper's chains'."""
+        keeper = id(ch.input)
+        trial: list[n.Node] = []
+        types = chain_types(ch, keeper_out[keeper], enum_kt.get(keeper), trial)
+        step = trial[0] if trial else self.kept_trial.get(keeper)
+        if step is not None:
+            self.trial[ch.tag] = step
+        return types
 
     def _fed(
         self, chains: tuple[Chain, ...], state: str, role: str = FOLD, last: Op | None = None
@@ -474,19 +439,29 @@ class ExecutorRegion:
             self.trial[ch.tag] = trial[0]
         return types
 
-    def _check_trial(self, node_id: int, chains: tuple[Chain, ...], part: int | None) -> None:
-        """Check the values `node_id` answers (`part` of them) when a step of its `chains` was
-        typed by a trial call: a value of another kind fails naming that step, never converted."""
+    def _check_trial(self, node_id: int, chains: tuple[Chain, ...], column: str, part: int | None) -> None:
+        """Check the values in `column` ("k" or "v"; `part` of each) that `node_id` answers when
+        a step of its `chains` was typed by a trial call: a value of another kind fails naming
+        that step, never converted. (A type no trial guessed passes the check unchanged.)"""
         step = next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
         if step is None:
             return
         table = self.tables.get(node_id)
         answer = self.answers.get(node_id)
-        t = table[2] if table is not None else answer[2] if answer is not None else None
+        types = (table[1], table[2]) if table is not None else (answer[1], answer[2]) if answer is not None else None
+        t = None if types is None else types[0] if column == "k" else types[1]
         if t is not None and part is not None and isinstance(t, TupleT):
             t = t.items[part]
         if t is not None:
-            self.checks.setdefault(node_id, []).append(KindCheck(_site(step, self.stage), t, part, TRIAL_TYPED))
+            self._check(node_id, column, KindCheck(_site(step, self.stage), t, part, TRIAL_TYPED))
+
+    def _keeps_trial(self, keeper: int, chains: tuple[Chain, ...]) -> None:
+        step = next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
+        if step is not None:
+            self.kept_trial[keeper] = step
+
+    def _check(self, node_id: int, column: str, check: KindCheck) -> None:
+        self.checks.setdefault(node_id, {}).setdefault(column, []).append(check)
 
     def _ops(self, ch: Chain) -> tuple[Op, ...]:
         """`ch`'s steps as the workers run them; a `unique()` / `keys()` names its step: a
@@ -544,8 +519,9 @@ class ExecutorRegion:
         for node_id, (tag, tk, tv) in self.tables.items():
             rows = mine.filter(F.col("_rg.tag") == tag).select(F.col("_rg.k").alias("k"), F.col("_rg.v").alias("v"))
             schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
-            check = {"v": self.checks[node_id]} if node_id in self.checks else None
-            typed = map_in_arrow(rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}, check), schema)
+            typed = map_in_arrow(
+                rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}, self.checks.get(node_id)), schema
+            )
             if node_id in self.whole:
                 key = self.whole[node_id]
                 typed = whole_table(df.sparkSession, state, key, typed, not updated[key])
@@ -555,7 +531,9 @@ class ExecutorRegion:
             if kt is None and node_id not in self.ordered:  # a join's pairs: an unkeyed stream without order
                 plain = rows.select(F.col("_rg.v").alias("v"))
                 schema = T.StructType([T.StructField("v", vt.spark())])
-                out[node_id] = SFrame(map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}), schema), vt)
+                out[node_id] = SFrame(
+                    map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}, self.checks.get(node_id)), schema), vt
+                )
                 continue
             keyed = rows.select(
                 *[F.col(f"_rg.{c}").alias(o) for c, o in zip(INNER, ORDER)],
@@ -570,9 +548,7 @@ class ExecutorRegion:
                 fields.append(T.StructField("k", kt.spark()))
                 codes["k"] = (OPAQUE, kt)
             schema = T.StructType([*fields, T.StructField("v", vt.spark())])
-            typed = map_in_arrow(
-                keyed, reencode(codes, {"v": self.checks[node_id]} if node_id in self.checks else None), schema
-            )
+            typed = map_in_arrow(keyed, reencode(codes, self.checks.get(node_id)), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
 
