@@ -34,7 +34,8 @@ from hydrolite.planner.spark.verify import VerifyReport, unread_entries, verify_
 @dataclass
 class Outcome:
     """What happened to one case: identical | divergent | rejected (not a legal program) |
-    refused (the Spark planner says, clearly, that it cannot run it) | error."""
+    refused (the Spark planner says, clearly, that it cannot run it) | error | timeout (ran
+    longer than `run_long --timeout`)."""
 
     status: str
     detail: str = ""

@@ -6,7 +6,8 @@
 Plain programs keep their keyed state on the executors or on the driver (`--keyed-state`;
 by default drawn per seed: the driver is where `auto` keeps Python keyed folds on a local
 master, what a user runs by default). Prints one line per program, then programs tried, outcomes (identical / refused with a
-clear planner error / divergent / error) and, for each divergence, a shrunk reproducer:
+clear planner error / divergent / error / timeout: `--timeout` seconds, default 600, per
+program) and, for each divergence, a shrunk reproducer:
 statements are deleted while the program still builds and still diverges, then input
 elements are deleted the same way. Reproducers are written to `--out` (default
 `tests/differential/found/`) as modules with `build()`, `STEPS` and `KEYED_STATE`, ready to
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import sys
 import time
 import traceback
@@ -40,11 +42,43 @@ Runner = Callable[[Any, str, Steps], Outcome]
 KEYED_STATES = ("executors", "driver")
 
 
+class ProgramTimeout(Exception):
+    """A program ran longer than `--timeout` (one that never settles runs forever on both)."""
+
+
+#: seconds one program (both backends) may take (`--timeout`); 0: no limit
+LIMIT = {"seconds": 600}
+
+
+_FIRED: list[bool] = []  # the alarm went off during the current run (py4j wraps what it raises)
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    _FIRED.append(True)
+    raise ProgramTimeout(f"the program ran longer than {LIMIT['seconds']} s (--timeout)")
+
+
 def _safe(spark: Any, source: str, steps: Steps, runner: Runner = run_case) -> Outcome:
+    """One run of the case; a timeout (SIGALRM interrupts the simulator's loop and a blocked
+    Spark call alike) stops the queries it left running and is an outcome of its own."""
+    seconds = LIMIT["seconds"]
+    previous = signal.signal(signal.SIGALRM, _alarm) if seconds else None
+    _FIRED.clear()
+    if seconds:
+        signal.alarm(seconds)
     try:
         return runner(spark, source, steps)
-    except Exception:
-        return Outcome("error", traceback.format_exc(limit=8))
+    except Exception as exc:
+        if not _FIRED:
+            return Outcome("error", traceback.format_exc(limit=8))
+        signal.alarm(0)
+        for q in spark.streams.active:
+            q.stop()
+        return Outcome("timeout", f"the program ran longer than {seconds} s (--timeout); interrupted at:\n{exc!r}")
+    finally:
+        if seconds:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def _draw(
@@ -75,7 +109,7 @@ def _draw(
 
 
 def _bad(out: Outcome) -> bool:
-    return out.status in ("divergent", "error")
+    return out.status in ("divergent", "error", "timeout")
 
 
 def _signature(out: Outcome) -> str:
@@ -143,9 +177,16 @@ def main(argv: list[str] | None = None) -> int:
         help="stop plain programs after half their steps and resume the checkpoint with this keyed_state",
     )
     ap.add_argument(
+        "--timeout",
+        type=int,
+        default=LIMIT["seconds"],
+        help="seconds one program may run on both backends before it counts as a timeout (0: no limit)",
+    )
+    ap.add_argument(
         "--seeds", help="comma-separated seeds to run instead of --seed/--programs (e.g. the ones that use a feature)"
     )
     args = ap.parse_args(argv)
+    LIMIT["seconds"] = args.timeout
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else list(range(args.seed, args.seed + args.programs))
     from hydrolite.planner.spark.session import spark_session
 
@@ -167,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"program {i + 1}/{len(seeds)} seed={seed}: {out.status} ({took}) {extra.strip()}", flush=True)
         if _bad(out):
             small, small_steps, shrunk = (
-                (source, steps, out) if args.no_shrink else shrink(spark, source, steps, runner=runner)
+                (source, steps, out)
+                if args.no_shrink or out.status == "timeout"  # (each trial of a timeout takes the whole limit)
+                else shrink(spark, source, steps, runner=runner)
             )
             os.makedirs(args.out, exist_ok=True)
             path = os.path.join(args.out, f"seed_{seed}.py")
@@ -187,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     tried = f"{seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
     print(f"\nprograms tried: {len(seeds)} (seeds {tried}) in {minutes:.1f} min")
     print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    print(f"divergences found: {counts['divergent']}, errors: {counts['error']}; reproducers: {found or 'none'}")
+    print(
+        f"divergences found: {counts['divergent']}, errors: {counts['error']}, timeouts: {counts['timeout']}; "
+        f"reproducers: {found or 'none'}"
+    )
     return 1 if found else 0
 
 
