@@ -38,12 +38,17 @@ INT_MAPS = [
 ]
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
 INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
-INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(x % 3)", "digits"]
+INT_FLAT_MAPS = ["lambda x: [x, x + 10]", "lambda x: range(int(x) % 3)", "digits"]
+#: (init, function[, acc_type=], commutative); the last two declare their accumulator: `float`
+#: over an int init (every backend holds each accumulator as that float), and `int | float`
+#: (values of two kinds, kept pickled, each exactly: halves once an element `x % 4 == 1` came)
 FOLDS = [
     ("0", "lambda a, x: a * 3 + x", False),
     ("0", "lambda a, x: a + x", True),
     ("1", "lambda a, x: max(a, x)", True),
     ("0", "mix_py", False),
+    ("0", "lambda a, x: a + x, acc_type=float", True),
+    ("0", "lambda a, x: a + x / 2 if x % 4 == 1 else a + x, acc_type=int | float", True),
 ]
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
 TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py", "key_forms"]
