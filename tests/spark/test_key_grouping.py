@@ -22,7 +22,6 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
-from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import Plan, plan_flow
@@ -152,19 +151,20 @@ def opaque_key(x):  # type: ignore[no-untyped-def]  # (no annotation, and 0 fail
 
 
 @pytest.mark.parametrize("over_time", ["carried", "per_tick", "per_tick_count"])
-def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
+def test_keys_of_an_unknown_type_are_one_key_in_a_batch_on_the_driver(
     spark: SparkSession, tmp_path: Path, over_time: str
 ) -> None:
-    """Keys of a type hydrolite does not know are pickled, and Spark groups them by those
-    bytes: `1` and `True` would be two keys there and one in the simulator. The driver path
-    refuses such a batch, naming the operator, the key and the fix: a fold over time, and a
-    fold of one batch inside a tick (in Python, and a count Spark computes)."""
+    """Keys of a type hydrolite does not know are pickled, and Spark compares those bytes: `1`
+    and `True` were two keys to a `groupBy` and one to the simulator. The driver path groups
+    them by Python's equality (`by_value.py`), each key shown in the form that came first: a
+    fold over time, and a fold of one batch inside a tick (in Python, and a count Spark
+    computes). (Before, it refused such a batch with a clear error.)"""
     flow = hl.FlowBuilder("opaque_keys")
     p = flow.process(P)
     t, al = p.tick(), p.local_align_point()
     xs = p.source("xs", int)
     if over_time == "carried":
-        sums = xs.map(opaque_key).into_keyed().fold(0, lambda a, x: a + x)
+        sums = xs.map(opaque_key).into_keyed().fold(0, lambda a, x: a * 2 + x)
         sums.snapshot_aligned(t, al, ND).entries().all_ticks().sink("sums")
     else:
         batch = xs.batch_aligned(t, al, ND)
@@ -178,27 +178,29 @@ def test_keys_of_an_unknown_type_spark_held_apart_fail_the_batch_on_the_driver(
         flow.finalize(),
         spark=spark,
         checkpoint=str(tmp_path / "ck"),
-        inputs=feeds(tmp_path, {"xs": (int, None, [[3, 1, 2]])}),
+        inputs=feeds(tmp_path, {"xs": (int, None, [[3, 1, 2], [4, 2]])}),
         outputs={"sums": f"json:{tmp_path / 'sums'}", "ack": f"json:{tmp_path / 'ack'}"},
         keyed_state="driver",
     )
-    with pytest.raises(UserFunctionError) as err:
-        run_once(runner)
-    text = str(err.value)
-    assert ("fold() failed" in text or "count() failed" in text) and (
-        "1 and True are" in text or "True and 1 are" in text
-    ), text
-    assert "are equal in Python, but the key type is not declared" in text, text
-    assert "test_key_grouping.py" in text and "declare the type of the function making the key" in text, text
+    run_once(runner)
+    got = {b: sorted(map(repr, map(_unpickled, v))) for b, v in json_batches(tmp_path / "sums").items() if v}
+    # 1, then True (2), then 1.0 (4) are one key, shown as 1; 'c' (3) is another
+    want = {
+        "carried": {0: ["('c', 3)", "(1, 4)"], 1: ["('c', 3)", "(1, 26)"]},  # (1*2+2 = 4; 4*2+4 = 12, 12*2+2)
+        "per_tick": {0: ["('c', 3)", "(1, 4)"], 1: ["(1.0, 10)"]},  # (a batch's first form: 1.0 in the second)
+        "per_tick_count": {0: ["('c', 1)", "(1, 2)"], 1: ["(1.0, 2)"]},
+    }[over_time]
+    assert got == want
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
 
 
 def opaque_form(x):  # type: ignore[no-untyped-def]  # (an element of a type hydrolite does not know)
     return OPAQUE_FORMS[x]
 
 
-# the elements of each batch, and what each port shows per batch (reprs, sorted), per path: the
-# driver path refuses two forms of one key in one batch (the test above), so there each key
-# changes its form from one batch to the next
+# the elements of each batch, and what each port shows per batch (reprs, sorted), per path (the
+# same on both: two forms of one key meet in one batch, `1.0` and `True` in the second)
 FIRST_FORMS: dict[str, tuple[list[list[int]], dict[str, dict[int, list[str]]]]] = {
     "executors": (
         [[1, 3], [2, 4, 5], [6, 1]],
@@ -217,24 +219,8 @@ FIRST_FORMS: dict[str, tuple[list[list[int]], dict[str, dict[int, list[str]]]]] 
             "distinct": {0: ["'c'", "1"], 2: ["2"]},
         },
     ),
-    "driver": (
-        [[1, 3], [2, 5], [4, 6, 3]],
-        {
-            "sums": {0: ["('c', 3)", "(1, 1)"], 1: ["('c', 8)", "(1, 3)"], 2: ["('c', 11)", "(1, 7)", "(2, 6)"]},
-            "asked": {
-                0: ["('c', (3, 1))", "(1, (1, 1))"],
-                1: ["('c', (5, 2))", "(True, (2, 2))"],
-                2: ["('c', (3, 3))", "(1.0, (4, 3))", "(2, (6, 1))"],
-            },
-            "indexed": {
-                0: ["('c', (0, 3))", "(1, (0, 1))"],
-                1: ["('c', (1, 5))", "(True, (1, 2))"],
-                2: ["('c', (2, 3))", "(1.0, (2, 4))", "(2, (0, 6))"],
-            },
-            "distinct": {0: ["'c'", "1"], 2: ["2"]},
-        },
-    ),
 }
+FIRST_FORMS["driver"] = FIRST_FORMS["executors"]  # (the same answers: the simulator's)
 
 
 @pytest.mark.parametrize("keyed_state", list(FIRST_FORMS))
@@ -338,3 +324,49 @@ def test_a_join_pair_carries_its_left_elements_key(spark: SparkSession, tmp_path
         assert any(p.node.op == "join" and p.executors for p in placed), placed
     report = verify_runner(runner)
     assert report.identical, str(report)
+
+
+TICK_FORMS: list[object] = [1, True, 1.0, "c", 0, -0.0]
+
+
+def tick_form(x: int) -> object:  # (`-> object`: pickled, each form as it is)
+    return TICK_FORMS[x]
+
+
+def tick_pair(x: int) -> tuple[object, int]:
+    return (TICK_FORMS[x], x)
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+@pytest.mark.parametrize("op", ["unique", "keys", "enumerate"])
+def test_a_ticks_distinct_elements_are_distinct_in_python(
+    spark: SparkSession, tmp_path: Path, keyed_state: str, op: str
+) -> None:
+    """Inside a tick, a `unique()` of pickled elements and a keyed stream's `keys()` pass each
+    element (key) equal in Python once, in the form that came first, and a keyed `enumerate()`
+    numbers a key's forms as one key. Before, Spark's `distinct` and window compared the
+    pickles: `1`, `True` and `1.0` came out three times, silently."""
+    flow = hl.FlowBuilder(f"tick_forms_{op}")
+    p = flow.process(P)
+    t = p.tick()
+    xs = p.source("xs", int).batch(t, ND)
+    if op == "unique":
+        out = xs.map(tick_form).unique().map(repr)
+    elif op == "keys":
+        out = xs.map(tick_pair).into_keyed().keys().map(repr)
+    else:
+        out = xs.map(tick_pair).into_keyed().enumerate().entries().map(repr)
+    out.all_ticks().sink("out")
+    entries = {"xs": (int, None, [[0, 1, 3, 2, 4, 5], [2, 1, 5]])}
+    runner, got = run_to_json(spark, flow.finalize(), tmp_path, entries, ("out",), keyed_state)
+    want = {
+        "unique": {0: ["'c'", "0", "1"], 1: ["-0.0", "1.0"]},
+        "keys": {0: ["'c'", "0", "1"], 1: ["-0.0", "1.0"]},
+        "enumerate": {
+            0: ["('c', (0, 3))", "(-0.0, (1, 5))", "(0, (0, 4))", "(1, (0, 0))", "(1.0, (2, 2))", "(True, (1, 1))"],
+            1: ["(-0.0, (0, 5))", "(1.0, (0, 2))", "(True, (1, 1))"],
+        },
+    }[op]
+    assert got == {"out": want}
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)

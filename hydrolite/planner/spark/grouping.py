@@ -89,22 +89,6 @@ def canonical(x: Any) -> Any:
     return x
 
 
-def equal_pair(values: list[Any]) -> tuple[Any, Any] | None:
-    """Two of `values` that Python holds equal, if any (Spark, which compared their bytes,
-    held them apart: `ops_state` refuses such a batch for keys of an undeclared type).
-
-    >>> equal_pair([1, "a", True]), equal_pair([1, 2])
-    ((1, True), None)
-    """
-    first: dict[bytes, Any] = {}
-    for v in values:
-        g = group_bytes(v)
-        if g in first:
-            return first[g], v
-        first[g] = v
-    return None
-
-
 def stored_form(k: Any) -> Any:
     """A key as the driver's store keeps it (`state.key_bytes`): `-0.0` as `0.0`, every NaN as
     one, inside tuples too; anything else as it is. The driver's keys come from Spark's typed

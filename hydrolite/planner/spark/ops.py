@@ -9,29 +9,30 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...ir import nodes as n
 from ...kernels import KERNELS, KEYED_KERNELS, KernelError
+from .by_value import compared, first_occurrences, group_columns, row_index
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .history import history_join
 from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
-from .pyfn import elementwise, equality_bytes, map_in_arrow, misfit, reencode, sort_whole, split_pairs
+from .pyfn import elementwise, map_in_arrow, misfit, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
 from .types import (
     OPAQUE,
     HType,
     ListT,
     NoneT,
-    OpaqueT,
     OptT,
     Prim,
     TupleT,
     declared_result,
     exact_numbers,
+    has_opaque,
     infer_result,
     of_value,
     strip_optional,
@@ -381,17 +382,6 @@ def encoded(df: DataFrame, col: str, have: HType, want: HType) -> DataFrame:
     return map_in_arrow(df, reencode({col: (have, want)}), schema)
 
 
-def compared(df: DataFrame, col: str, t: HType) -> tuple[DataFrame, str]:
-    """`df` and the column its `col` (of type `t`) is compared by: itself, or for pickled
-    values a column of their `grouping.group_bytes` — Python's equality, where the pickles of
-    `1` and `1.0`, or of two equal frozensets, differ."""
-    if not isinstance(t, OpaqueT):
-        return df, col
-    name = f"_eq{col}"
-    schema = T.StructType([*df.schema.fields, T.StructField(name, T.BinaryType(), True)])
-    return map_in_arrow(df, equality_bytes(col, name), schema), name
-
-
 @handles(n.Join, lazy=True)
 def join(ctx: BatchCtx, node: n.Join, args: list[Val]) -> Val:
     a, b = sframe(args[0], node), sframe(args[1], node)
@@ -545,23 +535,6 @@ def sort(ctx: BatchCtx, node: n.Sort, args: list[Val]) -> Val:
     return SFrame(df, sf.vt, sf.kt, (o,))
 
 
-def row_index(sf: SFrame, partition: list[str]) -> Column:
-    """0, 1, ... in the stream's order (within each partition key)."""
-    order = [F.col(c) for c in sf.order] or [F.col("v")]
-    w = Window.partitionBy(*partition).orderBy(*order) if partition else Window.orderBy(*order)
-    return F.row_number().over(w) - 1
-
-
-def first_occurrences(sf: SFrame, df: DataFrame | None = None) -> DataFrame:
-    """The rows of `df` (default: `sf.df`, with `sf`'s columns) holding the first occurrence of
-    each element (each (key, value) pair when keyed) in `sf`'s order; any one without an order."""
-    df = sf.df if df is None else df
-    by = (["k"] if sf.keyed else []) + ["v"]
-    if not sf.order:
-        return df.dropDuplicates(by)
-    return df.withColumn("_first", row_index(sf, by)).filter(F.col("_first") == 0).drop("_first")
-
-
 @handles(n.Unique)
 def unique(ctx: BatchCtx, node: n.Unique, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
@@ -579,8 +552,10 @@ def enumerate_(ctx: BatchCtx, node: n.Enumerate, args: list[Val]) -> Val:
         from .ops_state import enumerate_unbounded
 
         return enumerate_unbounded(ctx, node, sf)
-    idx = row_index(sf, ["k"] if sf.keyed else [])
-    return project(sf, F.struct(idx.cast("long").alias("_1"), F.col("v").alias("_2")), TupleT((Prim(int), sf.vt)))
+    df, by = group_columns(sf, sf.df)  # (a key's indexes count its elements equal in Python as one key)
+    idx = row_index(sf, by)
+    out = sf.with_df(df)
+    return project(out, F.struct(idx.cast("long").alias("_1"), F.col("v").alias("_2")), TupleT((Prim(int), sf.vt)))
 
 
 @handles(n.Keys)
@@ -596,4 +571,7 @@ def keys(ctx: BatchCtx, node: n.Keys, args: list[Val]) -> Val:
             ks = SFrame(sf.df.select(*sf.order, F.col("k").alias("v")), sf.kt or OPAQUE, None, sf.order)
             return unique_unbounded(ctx, node, ks)
     assert sf.kt is not None
+    if has_opaque(sf.kt):  # (keys equal in Python are one key: the first form of each, as a dict keeps it)
+        ks = SFrame(sf.df.select(*sf.order, F.col("k").alias("v")), sf.kt, None, sf.order)
+        return SFrame(first_occurrences(ks).select("v"), sf.kt)
     return SFrame(sf.df.select(F.col("k").alias("v")).distinct(), sf.kt)

@@ -18,11 +18,11 @@ from pyspark.sql import types as T
 
 from ...ir import nodes as n
 from ...ir.meta import Kind
+from .by_value import by_key, compared, first_occurrences, group_columns, row_index
 from .exec import BatchCtx, handles
 from .folds import COUNT, FIRST, LAST, Algebra, analyze, merge, partial_columns
-from .grouping import equal_pair
 from .lambdas import NotTranslatable, TExpr, literal
-from .ops import empty_like, first_occurrences, project, row_index, sframe
+from .ops import empty_like, project, sframe
 from .pyfn import apply_in_arrow, fold_global, fold_keyed, map_in_arrow
 from .types import OPAQUE, HType, Prim, TupleT, fold_type, from_python, has_opaque, of_value
 from .values import KTable, Scalar, SFrame, Val, frame_of, table_frame
@@ -132,16 +132,14 @@ def _keyed_algebra(
     carried: bool,
 ) -> KTable:
     assert sf.kt is not None
-    grouped = sf.df.groupBy("k").agg(*[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
+    df, by = group_columns(sf, sf.df)  # (keys equal in Python are one key)
+    grouped = by_key(sf, df, by, *[c.alias(f"p{i}") for i, (c, _) in enumerate(parts)])
     if not carried:  # a per-tick map: merge with init as Columns, stay in Spark
-        if has_opaque(sf.kt):
-            _one_form(ctx, node, sf.kt, [sf.kt.decode(r["k"]) for r in grouped.select("k").collect()])
         v = merge_columns(alg, [(F.col(f"p{i}"), t) for i, (_, t) in enumerate(parts)], has_init, init, acc_t)
         out_t = acc_t if has_init else parts[0][1]
         return KTable(sf.kt, out_t, SFrame(grouped.select("k", v.alias("v")), out_t, sf.kt))
     rows = grouped.collect()
     keys = [sf.kt.decode(r["k"]) for r in rows]
-    _one_form(ctx, node, sf.kt, keys)
     by_value = has_opaque(sf.kt)  # (pickled keys: one entry per Python key across batches)
     if by_value:
         keys = ctx.state.first_forms(ctx.key(node), keys)
@@ -194,16 +192,14 @@ def _keyed_python(
     f = node.run_fn() if isinstance(node, n.Fold) else node.f  # (accumulators held as `acc_type=` declares)
     starts: dict[Any, Any] = {}
     by_value = carried and has_opaque(kt)  # (see `_keyed_algebra`)
-    if carried:
+    if carried:  # (every form of a key: the stored accumulator is found by Python's equality)
         keys = [kt.decode(r["k"]) for r in sf.df.select("k").distinct().collect()]
-        _one_form(ctx, node, kt, keys)
         starts = ctx.state.get_many(ctx.key(node), keys, by_value)
     fn = fold_keyed(f, starts, init, has_init, kt, sf.vt, ctx.site(node), list(sf.order))
     schema = T.StructType([T.StructField("k", kt.spark(), True), T.StructField("acc", T.BinaryType(), True)])
-    rows = apply_in_arrow(sf.df.select(*sf.cols()), "k", fn, schema).collect()
+    df, by = group_columns(sf, sf.df.select(*sf.cols()))  # (a key's forms in one group: it emits the first)
+    rows = apply_in_arrow(df, by[0], fn, schema).collect()
     got = [kt.decode(r["k"]) for r in rows]
-    if not carried:  # (a carried fold checked its keys above)
-        _one_form(ctx, node, kt, got)
     if by_value:  # (each key in its first form, as a dict keeps it)
         got = ctx.state.first_forms(ctx.key(node), got)
     updates = {k: pickle.loads(r["acc"]) for k, r in zip(got, rows)}
@@ -216,28 +212,6 @@ def _keyed_python(
         return KTable(kt, vt, None, ctx.key(node), ctx.state, updates, guessed=not declared)
     frame = frame_of(ctx.spark, list(updates.values()), vt, list(updates), kt, ordered=False, exact=not declared)
     return KTable(kt, frame.vt, frame)
-
-
-def _one_form(ctx: BatchCtx, node: n.Node, t: HType, values: list[Any]) -> None:
-    """Refuse a batch in which Spark grouped two values apart that Python holds equal.
-
-    Spark groups values of a type hydrolite does not know (pickled) by their bytes, so `1`
-    and `True`, or `Decimal("1.0")` and `Decimal("1.00")`, are two keys to it and one to the
-    simulator: each would keep a part of the state, silently. Typed keys are Spark values of
-    their declared type and group as Python compares them (`grouping.py`)."""
-    if not has_opaque(t):
-        return
-    pair = equal_pair(values)
-    if pair is not None:
-        raise ctx.site(node).fail(
-            pair[1],
-            ValueError(
-                f"{pair[0]!r} and {pair[1]!r} are equal in Python, but the key type is not declared, so Spark "
-                "compared their pickled bytes and held them apart (each would keep part of the state); fix: declare "
-                "the type of the function making the key (a return annotation, e.g. `-> tuple[int, str]`) or give "
-                "every key one form (e.g. `int(k)`)"
-            ),
-        )
 
 
 # ------------------------------------------------------------------ unique / enumerate over time
@@ -254,9 +228,8 @@ def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     seen = ctx.native_seen.get(id(node))
     if seen is not None:
         return unique_native(sf, seen)
-    distinct = _distinct_values(sf)
+    distinct = _distinct_values(sf)  # (every form: the forms of one element are new together or not at all)
     t = TupleT((sf.kt, sf.vt)) if sf.kt is not None else sf.vt
-    _one_form(ctx, node, t, distinct)
     by_value = has_opaque(t)  # (an element equal to one seen in an earlier batch, in another form, is not new)
     seen = ctx.state.get_many(ctx.key(node), distinct, by_value)
     fresh = [v for v in distinct if v not in seen]
@@ -293,8 +266,8 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     if seen is not None:
         return enumerate_native(sf, seen)
     key = ctx.key(node)
-    idx = row_index(sf, ["k"] if sf.keyed else [])
     if not sf.keyed:
+        idx = row_index(sf, [])
         found, offset = ctx.state.get(key)
         offset = offset if found else 0
         count = sf.df.count()
@@ -303,16 +276,16 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         v = F.struct((idx + F.lit(offset)).cast("long").alias("_1"), F.col("v").alias("_2"))
         return project(sf, v, TupleT((INT, sf.vt)))
     assert sf.kt is not None
-    rows = sf.df.groupBy("k").agg(F.count(F.lit(1)).alias("n")).collect()
+    grouped, by = group_columns(sf, sf.df)  # (keys equal in Python are one key: their indexes continue)
+    rows = by_key(sf, grouped, by, F.count(F.lit(1)).alias("n")).collect()
     keys = [sf.kt.decode(r["k"]) for r in rows]
-    _one_form(ctx, node, sf.kt, keys)
     counts = {k: r["n"] for k, r in zip(keys, rows)}
     by_value = has_opaque(sf.kt)  # (an equal key of an earlier batch in another form continues its indexes)
     offsets = ctx.state.get_many(key, list(counts), by_value)
     ctx.state.put_many(key, {k: offsets.get(k, 0) + c for k, c in counts.items()}, by_value)
     off = frame_of(ctx.spark, [offsets.get(k, 0) for k in counts], INT, list(counts), sf.kt, ordered=False)
-    offdf = off.df.select(F.col("k").alias("_ok"), F.col("v").alias("_off"))
-    df = sf.df.withColumn("_idx", idx).join(offdf, F.col("k").eqNullSafe(F.col("_ok")), "left")
+    offdf, oc = compared(off.df.select(F.col("k").alias("_ok"), F.col("v").alias("_off")), "_ok", sf.kt)
+    df = grouped.withColumn("_idx", row_index(sf, by)).join(offdf, F.col(by[0]).eqNullSafe(F.col(oc)), "left")
     v = F.struct((F.col("_idx") + F.col("_off")).cast("long").alias("_1"), F.col("v").alias("_2"))
     out = SFrame(df, sf.vt, sf.kt, sf.order)
     return project(out, v, TupleT((INT, sf.vt)))
