@@ -52,3 +52,18 @@ def key_forms(x: int) -> tuple[float, int]:
     k = x % 3
     forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
     return forms[(x // 3) % 3], x
+
+
+def key_objects(x: int) -> tuple[object, int]:
+    """`key_forms`' keys declared `object`: pickled, each in its own form (0, 0.0, -0.0; 1, 1.0,
+    True; 2, 2.0), so every state, distinct step and join meets forms Python holds equal in one
+    batch and must group them as one (`by_value.py` on the driver, `grouping.canonical` on the
+    executors) and show the form the simulator shows."""
+    return key_forms(x)
+
+
+def int_forms(x: int) -> object:
+    """`x` in one of the forms Python holds equal to it (`x`, `float(x)`; `-0.0` for 0; `True`
+    for 1), declared `object`: kept pickled, each as it is."""
+    forms: tuple[object, ...] = (x, float(x), -0.0 if x == 0 else True if x == 1 else x)
+    return forms[int(abs(x)) % 3]

@@ -35,6 +35,7 @@ INT_MAPS = [
     "lambda x: x // 3",
     "digit_sum",
     "bool_or_int).map(lambda x: len(str(x))",
+    "int_forms",
 ]
 INT_FILTERS = ["lambda x: x % 2 == 0", "lambda x: x > 3", "odd_py"]
 INT_FILTER_MAPS = ["lambda x: x - 1 if x % 3 else None", "halve_even"]
@@ -51,7 +52,7 @@ FOLDS = [
     ("0", "lambda a, x: a + x / 2 if x % 4 == 1 else a + x, acc_type=int | float", True),
 ]
 REDUCES = [("lambda a, b: a + b", True), ("lambda a, b: max(a, b)", True), ("lambda a, b: a * 2 - b", False)]
-TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py", "key_forms"]
+TO_PAIR = ["lambda x: (x % 3, x)", "lambda x: (x % 2, x * 10)", "key_py", "key_forms", "key_objects"]
 PAIR_TO_INT = ["lambda t: t[0] + t[1]", "lambda t: t[0] * 100 + t[1]", "pair_py"]
 STR_MAPS = ["lambda s: s + 'x'", "lambda s: s.upper()", "lambda s: s[::-1]"]
 STR_FILTERS = ["lambda s: s < 'm'", "lambda s: 'a' in s", "lambda s: len(s) > 1"]
@@ -59,8 +60,8 @@ STR_TO_INT = ["lambda s: len(s)", "lambda s: ord(s[0]) % 7 if s else 0"]
 KEYED_MAPS = ["lambda v: v + 1", "lambda v: v * 3", "digit_sum"]
 
 HELPERS = (
-    "from tests.differential.gen_helpers import bool_or_int, digit_sum, digits, halve_even, key_forms, key_py, mix_py, "
-    "odd_py, pair_py\n"
+    "from tests.differential.gen_helpers import bool_or_int, digit_sum, digits, halve_even, int_forms, key_forms, "
+    "key_objects, key_py, mix_py, odd_py, pair_py\n"
 )
 
 

@@ -3,7 +3,7 @@
 float-keyed with int-keyed pairs matched nothing (both sides were pickled, and `pickle(1) !=
 pickle(1.0)`), and a lookup of int requests into a float-keyed state read through a channel
 found nothing (the channel's keys pickled) or failed converting the state's keys to int. Both
-now compare as Python does (`ops.common_type`, `ops.compared`, `ops.as_key`)."""
+now compare as Python does (`ops.common_type`, `by_value.compared`, `ops.as_key`)."""
 
 from __future__ import annotations
 
