@@ -18,6 +18,7 @@ from ...kernels import KERNELS, KEYED_KERNELS, KernelError
 from .by_value import compared, first_occurrences, group_columns, row_index
 from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
+from .grouping import group_bytes
 from .history import history_join
 from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, misfit, reencode, sort_whole, split_pairs
@@ -512,7 +513,9 @@ def keyed_get(ctx: BatchCtx, node: n.KeyedGet, args: list[Val]) -> Val:
             return Scalar.empty(table.vt)
         value = found[key.value]
         return Scalar(True, value, (of_value(value) or OPAQUE) if table.guessed else table.vt)
-    rows = table.frame.df.filter(F.col("k").eqNullSafe(literal(key.value, table.kt).col)).select("v").limit(1).collect()
+    df, col = compared(table.frame.df, "k", table.kt)  # (a pickled key: found in any form equal to it)
+    want = literal(key.value, table.kt).col if col == "k" else F.lit(group_bytes(key.value))
+    rows = df.filter(F.col(col).eqNullSafe(want)).select("v").limit(1).collect()
     return Scalar(True, table.vt.decode(rows[0]["v"]), table.vt) if rows else Scalar.empty(table.vt)
 
 
