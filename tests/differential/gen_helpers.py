@@ -49,9 +49,9 @@ def key_forms(x: int) -> tuple[float, int]:
     returns, `tuple[int | float, int]`, the keys stay pickled in their forms; the strict
     comparison then finds divergences of such keys that are still open: see the planner
     README, "Which keys are one key".)"""
-    k = x % 3
+    k = int(x) % 3  # (int(): total on the floats an `int_forms` or a float fold passes on)
     forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
-    return forms[(x // 3) % 3], x
+    return forms[(int(x) // 3) % 3], x
 
 
 def key_objects(x: int) -> tuple[object, int]:
