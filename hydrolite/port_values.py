@@ -41,10 +41,19 @@ class _Kept:
 _KEPT = _Kept()
 
 
-def holder(t: Any) -> Convert | None:
+def holder(t: Any, strict: bool = False) -> Convert | None:
     """The conversion a port declared `t` applies to each element, or None when it holds
-    every element as sent (nothing to convert, or a type Spark keeps pickled)."""
-    found = _convert(t)
+    every element as sent (nothing to convert, or a type Spark keeps pickled). With `strict`
+    (a function's declared result), a value Spark's column of `t` cannot store — `2.5` for
+    `int`, `3` for `str` — raises `TypeError` rather than being held as it is: Spark would
+    fail on it, so the simulator does too.
+
+    >>> holder(int, strict=True)(2.5)
+    Traceback (most recent call last):
+    TypeError: 2.5 (a float) does not fit the declared int: Spark stores it in a column of int and fails on it; fix: \
+return int(...), or declare the types it returns (e.g. `-> float`, `-> int | float`, `-> object`)
+    """
+    found = _convert(t, strict)
     return None if isinstance(found, _Kept) else found
 
 
@@ -60,36 +69,54 @@ def _to_date(x: Any) -> Any:
     return x.date() if isinstance(x, datetime.datetime) else x  # a date column keeps the day
 
 
-def _convert(t: Any) -> Convert | None | _Kept:
-    """None: stored typed, nothing to convert; `_KEPT`: stored pickled, held as sent."""
+#: what a column of each primitive type stores (`planner/spark/types.Prim.encode`; a bool is an int)
+_STORES: dict[type, tuple[type, ...]] = {float: (int, float), datetime.date: (datetime.date,)}
+_CONVERTS: dict[type, Convert] = {float: _to_float, int: _to_int, datetime.date: _to_date}
+
+
+def _primitive(t: type, strict: bool) -> Convert | None:
+    convert = _CONVERTS.get(t)
+    if not strict:
+        return convert
+    stores = _STORES.get(t, (t,))
+
+    def check(x: Any) -> Any:
+        if x is not None and not isinstance(x, stores):
+            raise TypeError(
+                f"{x!r} (a {type(x).__name__}) does not fit the declared {t.__name__}: Spark stores it in a column "
+                f"of {t.__name__} and fails on it; fix: return {t.__name__}(...), or declare the types it returns "
+                "(e.g. `-> float`, `-> int | float`, `-> object`)"
+            )
+        return x if convert is None else convert(x)
+
+    return check
+
+
+def _convert(t: Any, strict: bool = False) -> Convert | None | _Kept:
+    """None: stored typed, nothing to convert; `_KEPT`: stored pickled, held as sent (`strict`:
+    see `holder`)."""
     if t is type(None):
         return None
-    if t is float:
-        return _to_float
-    if t is int:
-        return _to_int
-    if t is datetime.date:
-        return _to_date
     if isinstance(t, type) and t in PRIMITIVES:
-        return None
+        return _primitive(t, strict)
     origin, args = typing.get_origin(t), typing.get_args(t)
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         if len(rest) != 1 or len(rest) == len(args):
             return _KEPT
-        inner = _convert(rest[0])
+        inner = _convert(rest[0], strict)
         return inner if not callable(inner) else _optional(inner)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return _each(_convert(args[0]), tuple)
-        parts = [_convert(a) for a in args]
+            return _each(_convert(args[0], strict), tuple)
+        parts = [_convert(a, strict) for a in args]
         if not parts or any(isinstance(p, _Kept) for p in parts):
             return _KEPT
         return _parts([p for p in parts if not isinstance(p, _Kept)])
     if origin in (list, set, frozenset) and len(args) == 1:
-        return _each(_convert(args[0]), origin)
+        return _each(_convert(args[0], strict), origin)
     if origin is dict and len(args) == 2:
-        return _mapping(_convert(args[0]), _convert(args[1]))
+        return _mapping(_convert(args[0], strict), _convert(args[1], strict))
     if isinstance(t, type) and (dataclasses.is_dataclass(t) or is_namedtuple(t)):
         return _record(t)
     return _KEPT
@@ -153,7 +180,7 @@ def declared_result(f: Callable[..., Any]) -> Convert | None:
         ret = typing.get_type_hints(f).get("return")
     except Exception:  # annotations that do not resolve: nothing declared
         return None
-    return None if ret is None else holder(ret)
+    return None if ret is None else holder(ret, strict=True)
 
 
 def as_declared(f: Callable[..., Any], convert: Convert | None) -> Callable[..., Any]:

@@ -197,7 +197,7 @@ class Fold(Unary):
         return self.meta.elem is not type(self.init)
 
     def _acc_holder(self) -> Callable[[Any], Any] | None:
-        return holder(self.meta.elem) if self.declared_acc() else None
+        return holder(self.meta.elem, strict=True) if self.declared_acc() else None
 
     def run_fn(self) -> Callable[[Any, Any], Any]:
         """`f` as every backend runs it: with `acc_type=`, each accumulator held as that type

@@ -1,6 +1,7 @@
 """Functions the generated programs call that do not translate to Spark Columns (they run
 in Python through Arrow, next to translated lambdas). Total on small ints and pairs, and on
-the floats a fold declared `acc_type=float` or `int | float` passes on."""
+the floats a fold declared `acc_type=float` or `int | float` passes on; each returns what its
+annotation declares (`int(...)` where a float may come in), as both backends require."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def odd_py(x: int) -> bool:
 
 
 def halve_even(x: int) -> int | None:
-    return x // 2 if x % 2 == 0 else None
+    return int(x) // 2 if x % 2 == 0 else None
 
 
 def digits(x: int) -> list[int]:
@@ -34,7 +35,7 @@ def mix_py(a: int, x: int) -> int:
 
 
 def key_py(x: int) -> tuple[int, int]:
-    return (int(str(abs(x))[-1]) % 3, x)
+    return (int(str(abs(x))[-1]) % 3, int(x))
 
 
 def pair_py(t: tuple[int, int]) -> int:
@@ -51,7 +52,7 @@ def key_forms(x: int) -> tuple[float, int]:
     README, "Which keys are one key".)"""
     k = int(x) % 3  # (int(): total on the floats an `int_forms` or a float fold passes on)
     forms: tuple[float, ...] = ((0, 0.0, -0.0), (1, 1.0, True), (2, 2.0, 2))[k]
-    return forms[(int(x) // 3) % 3], x
+    return forms[(int(x) // 3) % 3], int(x)
 
 
 def key_objects(x: int) -> tuple[object, int]:

@@ -43,6 +43,32 @@ def test_user_function_error_at_top_level_names_the_send() -> None:
     assert "processing 3 sent to port 'in' on Process[Server]" in str(info.value.cause)
 
 
+def half_declared_int(x: int) -> int:
+    return x // 2 if x % 2 == 0 else x / 2  # (a float for odd x, where `-> int` says int)
+
+
+def test_a_result_that_does_not_fit_its_declared_type_fails_as_on_spark() -> None:
+    """A declared result type is the user's word on both backends: Spark stores the result in
+    a column of that type and fails on a value it cannot hold (`2.5` for `-> int`), so the
+    simulator fails too, naming the operator, the element and the fix (before, it kept `2.5`
+    and passed a program Spark rejects). (A fold's `acc_type=` is held by the same rule.)"""
+    for build in (lambda s, t, p: s.map(half_declared_int), lambda s, t, p: s.filter_map(half_declared_int)):
+        flow = tick_flow(build)
+
+        def scenario(s: Simulator) -> None:
+            s.sender("in").send_many([4, 5])
+            s.receiver("out").collect()
+
+        with pytest.raises(SimulationFailure) as info:
+            Simulator(flow).exhaustive(scenario)
+        err = info.value.cause
+        assert isinstance(err, UserFunctionError) and isinstance(err.exc, TypeError), err
+        text = str(err)
+        assert "2.5 (a float) does not fit the declared int" in text, text
+        assert "Spark stores it in a column of int and fails on it" in text and "fix: return int(...)" in text, text
+        assert "test_errors.py:" in text
+
+
 def test_receiving_when_nothing_can_come_fails_clearly() -> None:
     flow = top_flow(lambda s, t, p: s.filter(lambda x: x > 10))
 
