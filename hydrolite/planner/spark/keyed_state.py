@@ -346,9 +346,8 @@ class ExecutorRegion:
             self.answers[id(lk.node)] = (lk.chain.tag, kt, TupleT((vt, rt)))
             self._check_trial(id(lk.node), (lk.chain,), "k", None)
             self._check_trial(id(lk.node), (lk.chain,), "v", 0)
-            if (
-                not guessed and state.table is None and not isinstance(state.node, (n.Fold, n.Count))
-            ):  # (the chain's type)
+            found_as_fed = not guessed and state.table is None and not isinstance(state.node, (n.Fold, n.Count))
+            if found_as_fed:  # (a first / last / reduce's values: its chain's type)
                 self._check_trial(id(lk.node), (state.joined,) if state.joined else state.chains, "v", 1)
         seen_by: dict[str, list[JoinedSeen]] = {key: [] for key in keeper_key.values()}
         for s in region.seen:
@@ -443,7 +442,7 @@ class ExecutorRegion:
         """Check the values in `column` ("k" or "v"; `part` of each) that `node_id` answers when
         a step of its `chains` was typed by a trial call: a value of another kind fails naming
         that step, never converted. (A type no trial guessed passes the check unchanged.)"""
-        step = next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
+        step = self._trial_step(chains)
         if step is None:
             return
         table = self.tables.get(node_id)
@@ -455,8 +454,11 @@ class ExecutorRegion:
         if t is not None:
             self._check(node_id, column, KindCheck(_site(step, self.stage), t, part, TRIAL_TYPED))
 
+    def _trial_step(self, chains: tuple[Chain, ...]) -> n.Node | None:
+        return next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
+
     def _keeps_trial(self, keeper: int, chains: tuple[Chain, ...]) -> None:
-        step = next((self.trial[c.tag] for c in chains if c.tag in self.trial), None)
+        step = self._trial_step(chains)
         if step is not None:
             self.kept_trial[keeper] = step
 
