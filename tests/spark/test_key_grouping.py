@@ -394,3 +394,26 @@ def test_get_finds_a_pickled_key_in_any_equal_form(
     assert got == {"out": {0: [2], 1: [3 if over_time else 1]}}
     report = verify_runner(runner)
     assert report.identical and report.outputs > 0, str(report)
+
+
+@pytest.mark.parametrize("keyed_state", ["driver", "executors"])
+def test_a_join_matches_keys_with_pickled_parts_by_python_equality(
+    spark: SparkSession, tmp_path: Path, keyed_state: str
+) -> None:
+    """Keys that are tuples holding a pickled part: `(True, 0)` meets `(1.0, 0)` in a tick's
+    join, as in the simulator's dicts (before, only a wholly pickled key was compared by value;
+    such a tuple was compared by its bytes and the join met nothing, silently)."""
+    flow = hl.FlowBuilder("nested_keys")
+    p = flow.process(P)
+    t = p.tick()
+    xs = p.source("xs", int).batch(t, ND)
+    # ((form, 0), index): a translated tuple around a pickled value (an enumerate()'s pair typed
+    # (int, pickled) gives it), typed `tuple[pickled, int]`, not pickled whole
+    left = xs.filter(lambda x: x in (1, 3)).map(tick_form).enumerate().map(lambda t: ((t[1], 0), t[0]))
+    right = xs.filter(lambda x: x in (2, 4)).map(tick_form).enumerate().map(lambda t: ((t[1], 0), t[0] + 10))
+    left.join(right).map(repr).all_ticks().sink("out")
+    entries = {"xs": (int, None, [[1, 2, 3, 4]])}  # (True, 0) and (1.0, 0); ('c', 0) and (0, 0)
+    runner, got = run_to_json(spark, flow.finalize(), tmp_path, entries, ("out",), keyed_state)
+    assert got == {"out": {0: ["((True, 0), (0, 10))"]}}
+    report = verify_runner(runner)
+    assert report.identical and report.outputs > 0, str(report)
