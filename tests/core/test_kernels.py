@@ -412,6 +412,27 @@ def test_the_arrow_path_reports_failures_like_the_simulator() -> None:
         list(fold_global(boom2, 0, True, Prim(int), _site(), ["_o0"])(iter([_batch([1, 3])])))
 
 
+def test_a_value_that_does_not_fit_its_column_names_the_operator_and_the_value() -> None:
+    """`reencode` of the executors' answers (pickled -> the state's column type): a value the
+    column cannot hold fails naming the operator whose values they are, and the value."""
+    import pickle
+
+    from hydrolite.planner.spark.errors import UserFunctionError as SparkError
+    from hydrolite.planner.spark.pyfn import reencode
+    from hydrolite.planner.spark.types import OPAQUE, Prim
+
+    pa = _arrow()
+    rb = pa.RecordBatch.from_pydict({"v": pa.array([pickle.dumps(x) for x in (4, 44.0, 5)], type=pa.binary())})
+    run = reencode({"v": (OPAQUE, Prim(int))}, None, _site())
+    with pytest.raises(SparkError, match=r"op\(\) failed on element 44\.0 in batch 7 of query 'q'") as info:
+        list(run(iter([rb])))
+    assert "does not fit its column int: expected int, got float 44.0" in str(info.value)
+    with pytest.raises(TypeError, match="does not fit its column int"):  # (no site: as before)
+        list(reencode({"v": (OPAQUE, Prim(int))})(iter([rb])))
+    fits = pa.RecordBatch.from_pydict({"v": pa.array([pickle.dumps(x) for x in (4, 5)], type=pa.binary())})
+    assert [b.column(0).to_pylist() for b in run(iter([fits]))] == [[4, 5]]
+
+
 @given(ints, st.booleans())
 def test_the_arrow_folds_are_the_fold_kernels(xs: list[int], is_fold: bool) -> None:
     import pickle

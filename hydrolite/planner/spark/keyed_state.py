@@ -372,6 +372,14 @@ class ExecutorRegion:
             key = keeper_key[id(j.node)]
             fn = JoinFn(j.left.tag, isinstance(j.node, n.CrossProduct), tuple(folds[key]), dict(asks[key]))
             self.aggs[key] = replace(fn, seen=tuple(seen_by[key]))
+        #: each table's or answer's operator, named with a value that does not fit its column
+        nodes = [
+            *(x.node for x in region.states),
+            *(x.node for x in region.lookups),
+            *(x.node for x in region.seen),
+            *(x.node for x in region.joins),
+        ]
+        self.sites = {id(node): _site(node, stage) for node in nodes}
         for e in enum_kt:
             key = keeper_key[e]
             seen_fn = self.aggs[key]
@@ -522,7 +530,9 @@ class ExecutorRegion:
             rows = mine.filter(F.col("_rg.tag") == tag).select(F.col("_rg.k").alias("k"), F.col("_rg.v").alias("v"))
             schema = T.StructType([T.StructField("k", tk.spark()), T.StructField("v", tv.spark())])
             typed = map_in_arrow(
-                rows, reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}, self.checks.get(node_id)), schema
+                rows,
+                reencode({"k": (OPAQUE, tk), "v": (OPAQUE, tv)}, self.checks.get(node_id), self.sites.get(node_id)),
+                schema,
             )
             if node_id in self.whole:
                 key = self.whole[node_id]
@@ -534,7 +544,10 @@ class ExecutorRegion:
                 plain = rows.select(F.col("_rg.v").alias("v"))
                 schema = T.StructType([T.StructField("v", vt.spark())])
                 out[node_id] = SFrame(
-                    map_in_arrow(plain, reencode({"v": (OPAQUE, vt)}, self.checks.get(node_id)), schema), vt
+                    map_in_arrow(
+                        plain, reencode({"v": (OPAQUE, vt)}, self.checks.get(node_id), self.sites.get(node_id)), schema
+                    ),
+                    vt,
                 )
                 continue
             keyed = rows.select(
@@ -550,7 +563,7 @@ class ExecutorRegion:
                 fields.append(T.StructField("k", kt.spark()))
                 codes["k"] = (OPAQUE, kt)
             schema = T.StructType([*fields, T.StructField("v", vt.spark())])
-            typed = map_in_arrow(keyed, reencode(codes, self.checks.get(node_id)), schema)
+            typed = map_in_arrow(keyed, reencode(codes, self.checks.get(node_id), self.sites.get(node_id)), schema)
             out[node_id] = SFrame(typed, vt, kt, ORDER)
         return out
 

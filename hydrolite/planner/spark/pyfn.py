@@ -303,11 +303,16 @@ class KindCheck(NamedTuple):
     given: tuple[str, str]
 
 
-def reencode(columns: dict[str, tuple[HType, HType]], checks: dict[str, list[KindCheck]] | None = None) -> ArrowFn:
+def reencode(
+    columns: dict[str, tuple[HType, HType]],
+    checks: dict[str, list[KindCheck]] | None = None,
+    site: FnSite | None = None,
+) -> ArrowFn:
     """Re-encode named columns from one HType to another (e.g. typed -> pickled); others pass
     through. `checks`: of a column whose type is a guess (a Python fold's accumulator typed
     from its init, a step typed by a trial call), a value of another numeric kind fails
-    naming the operator and the value, where it would otherwise be converted."""
+    naming the operator and the value, where it would otherwise be converted. `site`: the
+    operator whose values these are, named (with the value) when one does not fit its column."""
     checks = checks or {}
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -319,13 +324,26 @@ def reencode(columns: dict[str, tuple[HType, HType]], checks: dict[str, list[Kin
                 try:
                     values = [dst.encode(x) for x in xs]
                 except TypeError as exc:
-                    raise TypeError(
+                    misfit = TypeError(
                         f"hydrolite: a result does not fit its column {dst.describe()}: {exc}; {ONE_TYPE_FIX}"
-                    ) from exc
+                    )
+                    if site is None:
+                        raise misfit from exc
+                    raise site.fail(_first_misfit(xs, dst), misfit) from exc
                 rb = _replace(rb, name, pa.array(values, type=dst.arrow()))
             yield rb
 
     return run
+
+
+def _first_misfit(xs: list[Any], t: HType) -> Any:
+    """The first of `xs` that `t` cannot encode (`reencode` found one)."""
+    for x in xs:
+        try:
+            t.encode(x)
+        except TypeError:
+            return x
+    return None
 
 
 def _check_kinds(xs: list[Any], check: KindCheck) -> None:
