@@ -358,15 +358,15 @@ def _check_kinds(xs: list[Any], check: KindCheck) -> None:
                 raise check.site.fail(x, TypeError(f"{why}; {fix}")) from exc
 
 
-def equality_bytes(col: str, name: str, t: HType | None = None) -> ArrowFn:
-    """Add column `name`: the `grouping.group_bytes` of the values in `col` (of type `t`;
-    default: pickled), so that values equal in Python have equal bytes (None stays None:
-    `eqNullSafe` matches it, as Python's `None == None`)."""
+def equality_bytes(col: str, name: str, t: HType) -> ArrowFn:
+    """Add column `name`: the `grouping.group_bytes` of the values in `col` (of type `t`), so
+    that values equal in Python have equal bytes (None stays None: `eqNullSafe` matches it, as
+    Python's `None == None`)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for rb in batches:
             xs = rb.column(rb.schema.get_field_index(col)).to_pylist()
-            eq = [None if x is None else group_bytes(pickle.loads(x) if t is None else t.decode(x)) for x in xs]
+            eq = [None if x is None else group_bytes(t.decode(x)) for x in xs]
             yield rb.append_column(pa.field(name, pa.binary()), pa.array(eq, type=pa.binary()))
 
     return run
