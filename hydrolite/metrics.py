@@ -323,7 +323,7 @@ class RunMetrics:
         for node in s.stage.stateful:
             where = placement.of(node) if placement is not None else None
             if where is not None and where.executors:
-                continue  # counted by Spark's state operator below
+                continue  # counted by Spark's state operator below (a tick's Parquet table: not counted)
             yield (s.stage.name, operator_label(node), "driver"), driver.get(s.keys[id(node)], 0)
         with self._lock:
             spark_ops = dict(self._spark[s.stage.name].state_rows or {})

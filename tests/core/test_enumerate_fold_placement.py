@@ -65,11 +65,12 @@ def test_an_aggregate_that_keeps_the_key_is_kept_by_the_enumerate(fold: Callable
     ],
     ids=["re-keying-map", "values"],
 )
-def test_re_keyed_aggregates_stay_on_the_driver_and_say_why(fold: Callable[[Any], Any]) -> None:
+def test_re_keyed_aggregates_are_the_ticks_tables_and_say_why(fold: Callable[[Any], Any]) -> None:
     """Keyed by something else than the enumerate's key: its groups are not the enumerate's,
-    so the enumerate stays Spark's own count and the aggregate on the driver, saying so."""
+    so the enumerate stays Spark's own count and the tick folds the aggregate into a Parquet
+    table on the executors (`tick_table.py`; before: on the driver), saying why."""
     placed, enumerate_, _ = _placed(fold)
-    assert not placed.executors and "the output of enumerate() " in placed.why, placed.why
+    assert placed.tick_table and "the output of enumerate() " in placed.why, placed.why
     assert "may change the enumerate()'s key" in placed.why or "loses the enumerate()'s key" in placed.why
     assert enumerate_.native, enumerate_.why
 

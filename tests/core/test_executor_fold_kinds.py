@@ -1,4 +1,4 @@
-"""How the executor path folds each keyed state (`keyed_state._agg`): a reduce that keeps the
+"""How the executor path folds each keyed state (`keyed_state.agg_fn`): a reduce that keeps the
 newer element is `last()`, whose state is written without being read first (one round trip to
 Spark's state server less per key); every other reduce reads the stored value."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import hydrolite as hl
 from hydrolite.ir import nodes as n
-from hydrolite.planner.spark.keyed_state import _agg
+from hydrolite.planner.spark.keyed_state import _site, agg_fn
 
 
 class P:
@@ -41,7 +41,7 @@ def _reduce_of(f: Any) -> n.Node:
     ],
 )
 def test_a_reduce_keeping_the_newer_element_folds_as_last(f: Any, kind: str) -> None:
-    got = _agg(_reduce_of(f), "q")
+    got = agg_fn(_reduce_of(f), _site(_reduce_of(f), "q"))
     assert got.kind == kind
     assert got.fold("k", True, 1, [5, 7]) == (True, f(f(1, 5), 7))  # the same value either way
 
@@ -50,6 +50,6 @@ def test_a_def_returning_its_second_argument_folds_as_last() -> None:
     def newer(_old: int, new: int) -> int:
         return new
 
-    got = _agg(_reduce_of(newer), "q")
+    got = agg_fn(_reduce_of(newer), _site(_reduce_of(newer), "q"))
     assert got.kind == "last"
     assert got.fold("k", False, None, [3, 4]) == (True, 4)

@@ -85,9 +85,11 @@ def test_a_fold_that_keeps_the_join_key_is_folded_by_the_join(fold: Callable[[An
     ],
     ids=["re-keying-map", "entries-then-keyed", "order-sensitive-fold"],
 )
-def test_other_folds_of_a_join_stay_on_the_driver_and_say_why(fold: Callable[[Any], Any], why: str) -> None:
+def test_other_folds_of_a_join_are_the_ticks_tables_and_say_why(fold: Callable[[Any], Any], why: str) -> None:
+    """Not the join's to keep: the tick folds them into a Parquet table on the executors
+    (`tick_table.py`; before, they stayed on the driver), saying why the join cannot."""
     placed, _ = _placed(fold)
-    assert not placed.executors and why in placed.why, placed.why
+    assert placed.executors and placed.tick_table and why in placed.why, placed.why
     assert "join()" in placed.why
 
 

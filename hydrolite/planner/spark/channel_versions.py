@@ -255,7 +255,12 @@ def settle_channels(plan: Plan) -> None:
         drops = False
         while True:
             placed = stage.placement.of(x)  # (a version read from another query is no state of this one)
-            if placed is not None and placed.table is None and (placed.executors or placed.native):
+            if (
+                placed is not None
+                and placed.table is None
+                and not placed.tick_table
+                and (placed.executors or placed.native)
+            ):
                 ch.deltas = True
                 ch.gone_from = x if drops else None
                 break

@@ -33,7 +33,7 @@ from .upgrade import _matches, _NewState, _pair_queries, _pair_state, committed,
 #: (for a keyed aggregate: the transformWithState operator; for a join: Spark's per-key join
 #: state). A state recorded in a native aggregation stays native when the aggregation still
 #: computes it, read whole too (as under `executors`); otherwise `reconcile` names the change.
-KEEPABLE = {"driver": False, "executors": True, "history": False}
+KEEPABLE = {"driver": False, "executors": True, "history": False, "table": True}
 
 
 def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> dict[int | str, str]:
@@ -68,6 +68,7 @@ def kept_why(home: str) -> str:
         "executors": "on the executors",
         "history": "as its sides' history (Parquet)",
         "parquet": "as Parquet",
+        "table": "as a Parquet table the tick folds",
     }
     return (
         f"kept {at.get(home, home)}, where the checkpoint keeps it (keyed_state='auto' leaves a resumed state where it "

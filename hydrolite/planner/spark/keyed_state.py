@@ -229,8 +229,9 @@ def _site(node: n.Node, stage: str) -> FnSite:
     return FnSite(node.op, node.site.file, node.site.line, UNKNOWN_BATCH, stage)
 
 
-def _agg(node: n.Node, stage: str, publish: int | None = None) -> AggFn:
-    site = _site(node, stage)
+def agg_fn(node: n.Node, site: FnSite, publish: int | None = None) -> AggFn:
+    """How the keyed aggregate `node` folds a key's new elements (`AggFn`); `site` names it in
+    errors (the executor region's, and the tick's Parquet tables: `tick_table.py`)."""
     if isinstance(node, n.Fold):
         return AggFn("fold", node.run_fn(), True, node.run_init(), site, publish)
     if isinstance(node, n.Reduce):
@@ -304,7 +305,7 @@ class ExecutorRegion:
         fed: dict[int, HType] = {}  # slot -> the type of the elements its chains end with
         for st in region.states:
             agg = (
-                _agg(st.node, stage, st.publish)
+                agg_fn(st.node, _site(st.node, stage), st.publish)
                 if st.table is None
                 else AggFn("table", None, False, None, _site(st.node, stage))  # (no user function)
             )

@@ -55,6 +55,11 @@ def aggregate(ctx: BatchCtx, node: Aggregate, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     alg, has_init, init, acc_t = _spec(node, sf)
     carried = ctx.stateful(node)
+    placed = ctx.stage.placement.of(node) if ctx.stage.placement is not None else None
+    if carried and placed is not None and placed.tick_table:  # (its table on the executors)
+        from .tick_table import fold  # (it imports the executor region's pieces: imported here)
+
+        return fold(ctx, node, sf)
     if alg is not None:
         try:
             parts = partial_columns(alg, TExpr(F.col("v"), sf.vt), sf.order_col())

@@ -93,6 +93,7 @@ from .placement_why import (
 from .projection import IDENTITY
 from .region import Chain, ExecutorJoin, ExecutorLookup, ExecutorSeen, ExecutorState, Region
 from .stages import Plan, Stage, where
+from .tick_table import placed_why as tick_table_why
 
 #: where a stateful unique() / keys() / keyed enumerate() keeps what it saw, on the executors
 SEEN_WHY: dict[type[n.Node], str] = {
@@ -128,6 +129,7 @@ class Placement:
     rows: bool = False  # a previous batch's rows, as Parquet the executors write (`ops_state.defer_tick`)
     table: str | None = None  # the version of a keyed singleton read through this channel
     absorbed: bool = False  # no state of its own: its readers' groups keep what it saw (kept_steps.py)
+    tick_table: bool = False  # a keyed table the tick folds, as Parquet the executors write (`tick_table.py`)
 
     def describe(self) -> str:
         home = "executors (Spark state store, RocksDB)" if self.executors else "driver (versioned SQLite store)"
@@ -137,6 +139,8 @@ class Placement:
             home = "executors (Parquet files under the query's checkpoint)"
         elif self.absorbed:
             home = "executors (the Spark state of the states it feeds)"
+        elif self.tick_table:
+            home = "executors (a Parquet table under the query's checkpoint, folded by the tick)"
         what = f"{self.node.op}() {where(self.node)}"
         if self.table is not None:
             what = f"the version of {what} read through channel {self.table}"
@@ -312,6 +316,9 @@ def place(
                 placements.append(Placement(node, True, why + held_note))
             continue
         found = finder.region_of(node, len(states))
+        if isinstance(found, str) and id(node) in finder.unchained:
+            placements.append(Placement(node, True, tick_table_why(found) + held_note, tick_table=True))
+            continue
         if isinstance(found, str):
             placements.append(Placement(node, False, found + not_native))
             continue
@@ -385,6 +392,8 @@ class _Finder:
         self.tags = 0
         self.joins: dict[int, ExecutorJoin] = {}  # the query's joins kept per key on the executors
         self.enumerates: set[int] = set()  # its keyed enumerate()s kept per key on the executors
+        #: keyed aggregates read in the query whose input is no chain: the tick folds them (`tick_table.py`)
+        self.unchained: set[int] = set()
 
     def _blocker(self) -> str | None:
         if not self.stage.streaming:
@@ -558,8 +567,10 @@ class _Finder:
         chains = self.chains(node.children[0])
         joined = self.joined(node) if isinstance(chains, str) else None
         if isinstance(joined, str):
+            self.unchained.add(id(node))
             return joined
         if isinstance(chains, str) and joined is None:
+            self.unchained.add(id(node))
             return chains
         lookups, unchained = self._requests(readers, slot)
         if unchained and not whole:

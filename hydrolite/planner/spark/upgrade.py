@@ -76,18 +76,21 @@ def state_type(node: n.Node) -> str:
 def home_of(stage: Stage, node: n.Node) -> str:
     """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
     "executors" (the transformWithState operator), "history" (a join's sides as Parquet,
-    `history.py`), "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
+    `history.py`), "table" (a keyed table the tick folds, as Parquet: `tick_table.py`), "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
     or "driver"."""
     p = stage.placement.of(node) if stage.placement is not None else None
     if p is not None and (p.native or p.absorbed):
         return "native" if p.native else "chains"
     if p is not None and p.rows and isinstance(node, (n.Join, n.CrossProduct)):
         return "history"
+    if p is not None and p.tick_table:
+        return "table"
     return "executors" if p is not None and p.executors else "driver"
 
 
 def _at(home: str) -> str:
     where = {"native": "in a native streaming aggregation", "history": "as Parquet history under the checkpoint"}
+    where["table"] = "as a Parquet table under the checkpoint"
     where["chains"] = "only with the states it feeds (none of its own)"
     return where.get(home, f"on the {home}")
 
@@ -95,7 +98,7 @@ def _at(home: str) -> str:
 def _keyed_state_for(home: str) -> str:
     """The run option that keeps state where `home` says (a join's history: the driver's
     option, which keeps no join per key on the executors)."""
-    return {"native": "executors", "history": "driver", "parquet": "driver"}.get(home, home)
+    return {"native": "executors", "history": "driver", "parquet": "driver", "table": "executors"}.get(home, home)
 
 
 @dataclass

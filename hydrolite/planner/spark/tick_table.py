@@ -1,0 +1,123 @@
+"""Keyed state the tick folds, kept as a Parquet table on the executors.
+
+A carried keyed aggregate whose input the tick computes (a join's pairs re-keyed, an
+`enumerate()`'s output, a stream built from a snapshot ...) cannot be a second stateful
+operator in the query's streaming plan (SPARK-47960: Spark puts none after
+`transformWithState`, and two crash PySpark 4's driver worker). On the driver path each
+batch collects its groups and folds them in the driver's store; here the executors do it,
+so the driver sees neither keys nor values:
+
+1. the batch's `(k, v)` rows are pickled and given their key's `grouping.group_bytes`
+   (`g`: keys equal in Python are one key, as in the simulator's dict);
+2. they are joined with the table the batch before kept (`g`, `k` the key's first form,
+   `a` the pickled accumulator) and grouped by `g`: one Python call per key the batch
+   touched folds its new elements, in the stream's order, into the stored accumulator (or
+   from the init) with the same kernels as the simulator (`keyed_processor.AggFn`);
+3. the table with those keys replaced is written as this batch's version
+   (`channel_versions.keep_table`: a directory per batch under `<query>/state/blobs/`, its
+   path in the versioned store; a replay of the batch rewrites the same rows from the same
+   previous version, so a crash anywhere repeats it exactly);
+4. readers see it as the keyed singleton's `(k, v)` frame, decoded to the types the driver
+   path gives it (`kinds.state_type`); a value of a guessed type that does not fit it fails
+   naming the operator and the fix, as the executor region's answers do.
+
+Cost: O(table) per batch on the executors (the join, the rewrite, a reader's decode) and
+O(keys touched) Python calls; nothing per key on the driver. Placed by `placement.place`
+(home "table") where state may live on the executors and the input is no chain.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ...ir import nodes as n
+from .channel_versions import keep_table, kept_table
+from .exec import BatchCtx
+from .keyed_processor import AggFn
+from .keyed_state import agg_fn
+from .kinds import guessed_type, state_type
+from .pyfn import INIT_TYPED, KindCheck, apply_in_arrow, equality_bytes, map_in_arrow, reencode
+from .types import OPAQUE
+from .values import KTable, SFrame
+
+#: what `hydrolite plan` says of such a state (after the reason its input is no chain)
+WHY = (
+    "a table the executors keep as Parquet under the query's checkpoint: each batch folds the keys it touched "
+    "(one Python call per key, nothing through the driver) and rewrites the table, O(table) per batch"
+)
+_BIN = T.BinaryType()
+_TABLE = T.StructType([T.StructField(c, _BIN, True) for c in ("g", "k", "a")])
+
+
+def _fold_group(agg: AggFn, order: list[str]) -> Any:
+    """Per key (one Arrow table: its new rows, each with the stored `sk` / `a` when the
+    table had the key): fold the new elements, in order, into the key's accumulator."""
+
+    def run(table: Any) -> Any:
+        if order:
+            table = table.sort_by([(c, "ascending") for c in order])
+        g = table.column("g")[0].as_py() if table.num_rows else None
+        stored = table.column("a")[0].as_py() if table.num_rows else None
+        if g is None:
+            return pa.table({c: pa.array([], type=pa.binary()) for c in ("g", "k", "a")})
+        key_bytes = table.column("sk")[0].as_py() if stored is not None else table.column("k")[0].as_py()
+        key = pickle.loads(key_bytes)  # (the form the table keeps, else the batch's first)
+        has, acc = (True, pickle.loads(stored)) if stored is not None else (agg.has_init, agg.init)
+        xs = [pickle.loads(x) for x in table.column("v").to_pylist()]
+        has, acc = agg.fold(key, has, acc, xs)
+        if not has:  # (no element made a value: a reduce / first / last of nothing)
+            return pa.table({c: pa.array([], type=pa.binary()) for c in ("g", "k", "a")})
+        row = {"g": [g], "k": [key_bytes], "a": [pickle.dumps(acc, protocol=5)]}
+        return pa.table({c: pa.array(v, type=pa.binary()) for c, v in row.items()})
+
+    return run
+
+
+def _pickled(sf: SFrame) -> DataFrame:
+    """The batch's rows: its order columns, `k` and `v` pickled, and `g`."""
+    assert sf.kt is not None
+    base = sf.df.select(*sf.order, "k", "v")
+    schema = T.StructType([*(f for f in base.schema.fields if f.name in sf.order)])
+    for c in ("k", "v"):
+        schema.add(c, _BIN, True)
+    pickled = map_in_arrow(base, reencode({"k": (sf.kt, OPAQUE), "v": (sf.vt, OPAQUE)}), schema)
+    return map_in_arrow(
+        pickled, equality_bytes("k", "g", OPAQUE), T.StructType([*schema.fields, T.StructField("g", _BIN)])
+    )
+
+
+def fold(ctx: BatchCtx, node: n.Fold | n.Reduce | n.Count | n.First | n.Last, sf: SFrame) -> KTable:
+    """This batch's version of `node`'s table, folded from the previous one and `sf` (the
+    batch's elements); readers get it as a (k, v) frame."""
+    assert sf.kt is not None
+    key, site = ctx.key(node), ctx.site(node)
+    ctx.note_fn(node, "arrow (per key, the tick's Parquet table on the executors)")
+    rows = _pickled(sf)
+    kept = kept_table(ctx.spark, ctx.state, key)
+    if kept is None:
+        kept = ctx.spark.createDataFrame([], _TABLE)
+    stored = kept.select("g", F.col("k").alias("sk"), "a")
+    grouped = rows.join(stored, "g", "left")
+    updated = apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE)
+    new, old = updated.alias("new"), kept.alias("old")
+    merged = new.join(old, F.col("new.g") == F.col("old.g"), "full_outer").select(
+        *(F.coalesce(F.col(f"new.{c}"), F.col(f"old.{c}")).alias(c) for c in ("g", "k", "a"))
+    )
+    table = keep_table(ctx.spark, ctx.state, key, merged)
+    vt = state_type(node, sf.vt)
+    checks = {"v": [KindCheck(site, vt, None, INIT_TYPED)]} if guessed_type(node, sf.vt) else {}
+    out = T.StructType([T.StructField("k", sf.kt.spark(), True), T.StructField("v", vt.spark(), True)])
+    decode = reencode({"k": (OPAQUE, sf.kt), "v": (OPAQUE, vt)}, checks, site)
+    frame = map_in_arrow(table.select("k", F.col("a").alias("v")), decode, out)
+    return KTable(sf.kt, vt, SFrame(frame, vt, sf.kt))
+
+
+def placed_why(reason: str) -> str:
+    """`hydrolite plan`'s reason for a state on this path: why it is no executor region's."""
+    return f"keyed, fed by what the tick computes ({reason}): {WHY}"
