@@ -254,8 +254,10 @@ class Processor(StatefulProcessor):
         by_role: dict[str, list[Row]] = {}
         tags = self.tags
         got = list(rows)  # (gk, tag, r1..r5, x, d), as keyed_state's chained rows
-        # the key as the batch's first row carries it: equal keys may differ in form (1, 1.0)
-        k = pickle.loads(min(got, key=_row_order)[7])[0]
+        # the key as the batch's first row carries it: equal keys may differ in form (1, 1.0);
+        # of a fold's, the first element it folds (a lookup's request puts no key in the table)
+        folded = [r for r in got if tags[r[1]] == FOLD]
+        k = pickle.loads(min(folded or got, key=_row_order)[7])[0]
         if any(r[8] is not None for r in got):
             got = first_occurrences(got, self.seen)
         for r in got:
