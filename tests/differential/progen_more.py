@@ -19,10 +19,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .progen import INT_FILTER_MAPS, INT_FILTERS, INT_FLAT_MAPS, INT_MAPS, KEYED_MAPS, TO_PAIR, Draw, Program, Var
+from .progen import (
+    FOLDS,
+    INT_FILTER_MAPS,
+    INT_FILTERS,
+    INT_FLAT_MAPS,
+    INT_MAPS,
+    KEYED_MAPS,
+    TO_PAIR,
+    Draw,
+    Program,
+    Var,
+)
 
 #: the operator numbers `progen._one_op` hands to `extra_op`
-EXTRA_OPS = range(18, 23)
+EXTRA_OPS = range(18, 24)
+#: a stream that is no chain of the query's inputs, over top-level int streams `{v}` (and
+#: `{w}`), as (expression of (key, value) pairs, ordered): a join's pairs re-keyed, an
+#: enumerate()'s pairs re-keyed, a stream through two flat_map()s
+UNCHAINED = [
+    ("{v}.map({p}).join({w}.map({q})).map(lambda t: ((t[1][0] + t[1][1]) % 3, t[1][0] - t[1][1]))", False),
+    ("{v}.enumerate().map(lambda t: (t[1] % 3, t[0] * 10 + t[1]))", True),
+    ("{v}.flat_map_ordered({f}).flat_map_ordered(lambda x: [x, -x]).map({p})", True),
+    ("{v}.cross_product({w}).map(lambda t: (t[0] % 2, t[0] * 10 + t[1]))", False),
+]
+#: keyed aggregates of an unordered stream (commutative), then of an ordered one too
+UNORDERED_AGGREGATES = ["count()", "fold_commutative(0, lambda a, x: a + x)", "reduce_commutative(max)"]
+UNORDERED_AGGREGATES += [f"fold_commutative({i}, {f})" for i, f, comm in FOLDS if comm]
+ORDERED_AGGREGATES = [*UNORDERED_AGGREGATES, "first()", "last()", "reduce(lambda a, b: a * 2 - b)"]
+ORDERED_AGGREGATES += [f"fold({i}, {f})" for i, f, comm in FOLDS if not comm]
 #: after a store's join of unbounded streams: what the join's processor keeps it saw
 #: (`region.ExecutorSeen.joined`), or nothing
 JOIN_SEEN = ["", "", ".unique()", ".into_keyed().keys()"]
@@ -30,7 +55,8 @@ JOIN_SEEN = ["", "", ".unique()", ".into_keyed().keys()"]
 
 def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:
     """Append one operator of kind `op` (18: singletons, 19: keyed streams, 20: keyed
-    singletons, 21: a stream's ordering, 22: a keyed table read by another query) when the
+    singletons, 21: a stream's ordering, 22: a keyed table read by another query, 23: a keyed
+    aggregate of a stream that is no chain, read whole and per key) when the
     pool has an input for it; `ticks` are the program's tick variables."""
     if op == 18:
         _singleton(prog, d)
@@ -40,8 +66,10 @@ def extra_op(prog: Program, d: Draw, op: int, ticks: Sequence[str]) -> None:
         _keyed_singleton(prog, d)
     elif op == 21:
         _ordering(prog, d)
-    else:
+    elif op == 22:
         _crossing_table(prog, d)
+    else:
+        _ticks_table(prog, d)
 
 
 def _crossing_table(prog: Program, d: Draw) -> None:
@@ -77,6 +105,35 @@ def _crossing_table(prog: Program, d: Draw) -> None:
     looked = f"{req}.lookup_keyed_singleton({t.name}.snapshot({tb}, ND)).entries()"
     out = prog.new(f"{looked}.map(lambda t: (t[0], t[1][0], t[1][1]))", "stream", tb, ordered=False, elem="tuple")
     prog.sinks.append(f'{out.name}.all_ticks().sink("crossing_{out.name}")')
+
+
+def _ticks_table(prog: Program, d: Draw) -> None:
+    """A keyed aggregate of a stream that is no chain of the query's inputs (`UNCHAINED`): on
+    the executors the tick folds it into a Parquet table (`tick_table.py`), on the driver its
+    store does. Read whole by a new tick and, sometimes, per key by a source's requests."""
+    v = prog.pick(d, lambda v: _top_int(v))
+    w = prog.pick(d, lambda w: _top_int(w))
+    if v is None or w is None:
+        return
+    shape, ordered = d.choice(UNCHAINED)
+    if ordered and not v.ordered:
+        return
+    fed = shape.format(v=v.name, w=w.name, p=d.choice(TO_PAIR), q=d.choice(TO_PAIR), f=d.choice(INT_FLAT_MAPS))
+    agg = d.choice(ORDERED_AGGREGATES if ordered else UNORDERED_AGGREGATES)
+    table = prog.new(f"{fed}.into_keyed().{agg}", "ksingle", None, key="object")
+    prog.vars.remove(table)  # (its reads are drawn here: a later draw's tick could read it from its own output)
+    t = f"tt{prog.counter}"
+    prog.lines.append(f"{t} = p.tick()")
+    prog.sinks.append(f'{table.name}.snapshot({t}, ND).entries().all_ticks().sink("table_{table.name}")')
+    asks = prog.pick(d, lambda a: _top_int(a) and a.name == a.source)
+    if asks is not None and d.bool():
+        req = f"{asks.name}.batch({t}, ND).map({d.choice(TO_PAIR)}).into_keyed()"
+        looked = f"{req}.lookup_keyed_singleton({table.name}.snapshot({t}, ND)).entries()"
+        prog.sinks.append(f'{looked}.map(lambda t: (t[0], t[1][0], t[1][1])).all_ticks().sink("asked_{table.name}")')
+
+
+def _top_int(v: Var) -> bool:
+    return v.kind == "stream" and v.tick is None and v.elem == "int"
 
 
 def _singleton(prog: Program, d: Draw) -> None:
