@@ -54,8 +54,10 @@ Python on the streaming DataFrame, groups the rows by (state, key) and folds eac
 in a Row-based `transformWithState` processor, whose state Spark keeps in its RocksDB state
 store, checkpointed and versioned by batch id (`keyed_state.py`). A deferred stream or
 keyed singleton (`defer_tick`, stream cycles) is the previous batch's rows: the executors
-write them as Parquet under the checkpoint and read them back, whatever the run option.
-Everything else stays on the driver; `Placement.why` says why, and `hydrolite plan` prints it.
+write them as Parquet under the checkpoint and read them back, whatever the run option. A
+keyed aggregate whose input is no chain is folded by the tick into a Parquet table the
+executors keep (`tick_table.py`) when state may live there. Everything else stays on the
+driver; `Placement.why` says why, and `hydrolite plan` prints it.
 
 The rules are deliberately narrow: what is not placed on the executors runs exactly as
 before, so a program never gets a different answer from this choice, only a different cost.

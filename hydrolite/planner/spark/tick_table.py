@@ -17,11 +17,13 @@ so the driver sees neither keys nor values:
    (`channel_versions.keep_table`: a directory per batch under `<query>/state/blobs/`, its
    path in the versioned store; a replay of the batch rewrites the same rows from the same
    previous version, so a crash anywhere repeats it exactly);
-4. readers see it as the keyed singleton's `(k, v)` frame, decoded to the types the driver
-   path gives it (`kinds.state_type`); a value of a guessed type that does not fit it fails
-   naming the operator and the fix, as the executor region's answers do.
+4. each folded key's row also holds the key and the accumulator typed as the driver path
+   types them (`tk`, `tv`; `kinds.state_type`), so readers read the keyed singleton's
+   `(k, v)` frame with no Python (a batch whose types differ re-derives them from the
+   pickles); a value of a guessed type that does not fit fails naming the operator and the
+   fix, as the executor region's answers do.
 
-Cost: O(table) per batch on the executors (the join, the rewrite, a reader's decode) and
+Cost: O(table) per batch on the executors (the joins and the rewrite, in Spark) and
 O(keys touched) Python calls; nothing per key on the driver. Placed by `placement.place`
 (home "table") where state may live on the executors and the input is no chain.
 """
@@ -42,8 +44,8 @@ from .exec import BatchCtx
 from .keyed_processor import AggFn
 from .keyed_state import agg_fn
 from .kinds import guessed_type, state_type
-from .pyfn import INIT_TYPED, KindCheck, apply_in_arrow, equality_bytes, map_in_arrow, reencode
-from .types import OPAQUE
+from .pyfn import INIT_TYPED, FnSite, KindCheck, apply_in_arrow, equality_bytes, map_in_arrow, reencode
+from .types import OPAQUE, HType
 from .values import KTable, SFrame
 
 #: what `hydrolite plan` says of such a state (after the reason its input is no chain)
@@ -92,30 +94,42 @@ def _pickled(sf: SFrame) -> DataFrame:
     )
 
 
+def _typed(df: DataFrame, kt: HType, vt: HType, checks: dict[str, list[KindCheck]], site: FnSite) -> DataFrame:
+    """`df` (`g`, `k`, `a` pickled) with the key and the accumulator also typed (`tk`, `tv`:
+    what readers read, without Python); a value of a guessed type that does not fit fails."""
+    base = df.select("g", "k", "a", F.col("k").alias("tk"), F.col("a").alias("tv"))
+    schema = T.StructType(
+        [*_TABLE.fields, T.StructField("tk", kt.spark(), True), T.StructField("tv", vt.spark(), True)]
+    )
+    return map_in_arrow(base, reencode({"tk": (OPAQUE, kt), "tv": (OPAQUE, vt)}, checks, site), schema)
+
+
 def fold(ctx: BatchCtx, node: n.Fold | n.Reduce | n.Count | n.First | n.Last, sf: SFrame) -> KTable:
     """This batch's version of `node`'s table, folded from the previous one and `sf` (the
     batch's elements); readers get it as a (k, v) frame."""
     assert sf.kt is not None
-    key, site = ctx.key(node), ctx.site(node)
+    key, site, kt = ctx.key(node), ctx.site(node), sf.kt
     ctx.note_fn(node, "arrow (per key, the tick's Parquet table on the executors)")
+    vt = state_type(node, sf.vt)
+    checks = {"tv": [KindCheck(site, vt, None, INIT_TYPED)]} if guessed_type(node, sf.vt) else {}
     rows = _pickled(sf)
     kept = kept_table(ctx.spark, ctx.state, key)
     if kept is None:
-        kept = ctx.spark.createDataFrame([], _TABLE)
+        kept = _typed(ctx.spark.createDataFrame([], _TABLE), kt, vt, checks, site)
+    elif [kept.schema["tk"].dataType, kept.schema["tv"].dataType] != [kt.spark(), vt.spark()]:
+        kept = _typed(kept, kt, vt, checks, site)  # (this batch's types differ: the stored ones again)
     stored = kept.select("g", F.col("k").alias("sk"), "a")
     grouped = rows.join(stored, "g", "left")
-    updated = apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE)
+    updated = _typed(
+        apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE), kt, vt, checks, site
+    )
     new, old = updated.alias("new"), kept.alias("old")
+    folded = F.col("new.g").isNotNull()  # (a key this batch folded: its new row, nulls included)
     merged = new.join(old, F.col("new.g") == F.col("old.g"), "full_outer").select(
-        *(F.coalesce(F.col(f"new.{c}"), F.col(f"old.{c}")).alias(c) for c in ("g", "k", "a"))
+        *(F.when(folded, F.col(f"new.{c}")).otherwise(F.col(f"old.{c}")).alias(c) for c in ("g", "k", "a", "tk", "tv"))
     )
     table = keep_table(ctx.spark, ctx.state, key, merged)
-    vt = state_type(node, sf.vt)
-    checks = {"v": [KindCheck(site, vt, None, INIT_TYPED)]} if guessed_type(node, sf.vt) else {}
-    out = T.StructType([T.StructField("k", sf.kt.spark(), True), T.StructField("v", vt.spark(), True)])
-    decode = reencode({"k": (OPAQUE, sf.kt), "v": (OPAQUE, vt)}, checks, site)
-    frame = map_in_arrow(table.select("k", F.col("a").alias("v")), decode, out)
-    return KTable(sf.kt, vt, SFrame(frame, vt, sf.kt))
+    return KTable(kt, vt, SFrame(table.select(F.col("tk").alias("k"), F.col("tv").alias("v")), vt, kt))
 
 
 def placed_why(reason: str) -> str:
