@@ -110,7 +110,8 @@ def _crossing_table(prog: Program, d: Draw) -> None:
 def _ticks_table(prog: Program, d: Draw) -> None:
     """A keyed aggregate of a stream that is no chain of the query's inputs (`UNCHAINED`): on
     the executors the tick folds it into a Parquet table (`tick_table.py`), on the driver its
-    store does. Read whole by a new tick and, sometimes, per key by a source's requests."""
+    store does. Read whole by a new tick and, sometimes, by a second one (another query: its
+    versions cross as a channel) and per key by a source's requests."""
     v = prog.pick(d, lambda v: _top_int(v))
     w = prog.pick(d, lambda w: _top_int(w))
     if v is None or w is None:
@@ -125,6 +126,9 @@ def _ticks_table(prog: Program, d: Draw) -> None:
     t = f"tt{prog.counter}"
     prog.lines.append(f"{t} = p.tick()")
     prog.sinks.append(f'{table.name}.snapshot({t}, ND).entries().all_ticks().sink("table_{table.name}")')
+    if d.bool():  # a second reader in a tick of its own: whole versions cross to another query
+        prog.lines.append(f"{t}b = p.tick()")
+        prog.sinks.append(f'{table.name}.snapshot({t}b, ND).entries().all_ticks().sink("other_{table.name}")')
     asks = prog.pick(d, lambda a: _top_int(a) and a.name == a.source)
     if asks is not None and d.bool():
         req = f"{asks.name}.batch({t}, ND).map({d.choice(TO_PAIR)}).into_keyed()"
