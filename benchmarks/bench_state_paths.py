@@ -17,6 +17,9 @@ per micro-batch:
     count-hydro      hydrolite: a keyed `count()` read back per touched key (`state_paths.jobs.build_keycount`)
     count-map-hydro  the same, the events read as records and keyed by a projection
                      (`map(lambda e: (e.key, e.value)).into_keyed()`: native through it too)
+    count-rekeyed-hydro  the same count over its input through two `flat_map()`s (no chain: the tick
+                     computes it, as a re-keyed join's pairs): a table the tick folds on the
+                     executors (`--keyed-state executors`), or the driver's store
     kv-hydro         hydrolite: `examples/kvstore.py`
     table-native     the running count read whole: `groupBy(key).count()` in complete mode, every
                      batch writes every key counted so far
@@ -67,7 +70,8 @@ from state_paths.probes import probe_order, probe_union
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATHS = tuple(
-    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro count-map-hydro kv-hydro "
+    "count-native count-aipws count-twsp count-tws kv-twsp kv-twsp-arrival kv-tws kv-aipws count-hydro count-map-hydro "
+    "count-rekeyed-hydro kv-hydro "
     "table-native table-hydro".split()
 )
 #: each kind of path and the baseline its ratios are over

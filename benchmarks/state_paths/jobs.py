@@ -168,11 +168,14 @@ class Event(NamedTuple):
     value: int
 
 
-def build_keycount(mapped: bool = False) -> Any:
+def build_keycount(mapped: bool = False, rekeyed: bool = False) -> Any:
     """Per-key running count: a top-level keyed `count()`, read back in the same tick (aligned)
     for every key the batch touched; the output is (key, count so far), as update mode writes.
     `mapped`: the events arrive as `Event` records and are keyed by a projection,
-    `map(lambda e: (e.key, e.value)).into_keyed()` (native through it: `projection.py`)."""
+    `map(lambda e: (e.key, e.value)).into_keyed()` (native through it: `projection.py`).
+    `rekeyed`: the count's input passes through two `flat_map()`s, so it is no chain of the
+    query's input: the tick computes it, and the count is the tick's (`tick_table.py` on the
+    executors, or the driver's store), as for a re-keyed join's pairs."""
     import hydrolite as hl
     from hydrolite import nondet
 
@@ -182,6 +185,9 @@ def build_keycount(mapped: bool = False) -> Any:
         events = node.source("event", Event).map(lambda e: (e.key, e.value)).into_keyed()
     else:
         events = node.keyed_source("event", str, int)
+    if rekeyed:
+        twice = events.entries().flat_map(lambda e: [e]).flat_map(lambda e: [e])
+        events = twice.map(lambda e: (e[0], e[1])).into_keyed()
     align = node.local_align_point()
     counts = events.count()
     tick = node.tick()
@@ -214,8 +220,8 @@ def run_hydro(spark: Any, name: str, base: str, out: str, keyed_state: str) -> t
     from hydrolite.planner.spark.runtime import FlowRunner
 
     opts = "?maxFilesPerTrigger=1"
-    if name in ("count-hydro", "count-map-hydro"):
-        flow = build_keycount(mapped=name == "count-map-hydro")
+    if name in ("count-hydro", "count-map-hydro", "count-rekeyed-hydro"):
+        flow = build_keycount(mapped=name == "count-map-hydro", rekeyed=name == "count-rekeyed-hydro")
         inputs, outputs = {"event": f"parquet:{base}/{EVENTS}{opts}"}, {"counts": f"parquet:{out}/resp"}
     elif name == "table-hydro":
         flow = build_table()
