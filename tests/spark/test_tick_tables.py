@@ -177,7 +177,8 @@ def test_a_failing_fold_names_operator_element_and_batch(spark: SparkSession, tm
 
 def test_keys_equal_in_python_are_one_key_in_their_first_form(spark: SparkSession, tmp_path: Path) -> None:
     """Keys of an undeclared type in several forms (1, 1.0, True), over batches and within
-    one: one key, kept in the form it first came in, as the simulator's dict keeps it."""
+    one: one key, kept in the form it first came in, as the simulator's dict keeps it; and a
+    key's value that becomes None is its value from then on."""
     flow = hl.FlowBuilder("forms")
     p = flow.process(Shop)
     tick = p.tick()
@@ -189,6 +190,9 @@ def test_keys_equal_in_python_are_one_key_in_their_first_form(spark: SparkSessio
 
     counts = numbered.map(form).into_keyed().count(name="forms")
     counts.snapshot(tick, nondet("any prefix")).entries().map(lambda kv: (repr(kv[0]), kv[1])).all_ticks().sink("out")
+    # (a value that becomes None is the key's new value, not a missing one)
+    newest = numbered.map(lambda iv: (iv[1] % 2, None if iv[1] == 7 else iv[1])).into_keyed().last(name="newest")
+    newest.snapshot(tick, nondet("any prefix")).entries().map(lambda kv: (kv[0], repr(kv[1]))).all_ticks().sink("last")
     program = flow.finalize()
     batches = [[5, 6], [7, 0], [8]]
     w = FeedWriter(str(tmp_path / "x"), from_python(int))
@@ -201,7 +205,7 @@ def test_keys_equal_in_python_are_one_key_in_their_first_form(spark: SparkSessio
             spark=spark,
             checkpoint=str(tmp_path / ks / "ck"),
             inputs={"x": f"feed:{tmp_path / 'x'}?maxEntriesPerTrigger=1"},
-            outputs={"out": f"json:{tmp_path / ks / 'out'}"},
+            outputs={"out": f"json:{tmp_path / ks / 'out'}", "last": f"json:{tmp_path / ks / 'last'}"},
             keyed_state=ks,
         )
         run_once(runner)
@@ -209,8 +213,11 @@ def test_keys_equal_in_python_are_one_key_in_their_first_form(spark: SparkSessio
         assert placement is not None
         assert any(p.tick_table for p in placement.placements) == (ks == "executors")
         got[ks] = {b: sorted(rows) for b, rows in json_batches(tmp_path / ks / "out").items()}
+        got[f"{ks}_last"] = {b: sorted(rows) for b, rows in json_batches(tmp_path / ks / "last").items()}
         report = verify_runner(runner)
         assert report.identical and report.outputs > 0, str(report)
     assert got["executors"] == got["driver"]
     # 5 -> True first, 6 -> 1, 7 -> 1.0, 0 -> 0, 8 -> True: one key, in the form it first came in
     assert got["executors"] == {0: [("True", 2)], 1: [("0", 1), ("True", 3)], 2: [("0", 1), ("True", 4)]}
+    assert got["executors_last"] == got["driver_last"]
+    assert got["executors_last"] == {0: [(0, "6"), (1, "5")], 1: [(0, "0"), (1, "None")], 2: [(0, "8"), (1, "None")]}
