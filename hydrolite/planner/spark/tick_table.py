@@ -20,8 +20,11 @@ so the driver sees neither keys nor values:
 4. each folded key's row also holds the key and the accumulator typed as the driver path
    types them (`tk`, `tv`; `kinds.state_type`), so readers read the keyed singleton's
    `(k, v)` frame with no Python (a batch whose types differ re-derives them from the
-   pickles); a value of a guessed type that does not fit fails naming the operator and the
-   fix, as the executor region's answers do.
+   pickles). A type that may be a guess (an undeclared fold's whose function does not
+   translate, a reduce's, first / last's: the batch frame's) is checked by one job over a
+   column of flags: when a value is not exactly of it (`0.5` where the init said int), the
+   readers get the pickles, each value as it is — as the driver path keeps a table's frame
+   pickled then (`values.frame_of(exact=)`).
 
 Cost: O(table) per batch on the executors (the joins and the rewrite, in Spark) and
 O(keys touched) Python calls; nothing per key on the driver. Placed by `placement.place`
@@ -44,8 +47,8 @@ from .exec import BatchCtx
 from .keyed_processor import AggFn
 from .keyed_state import agg_fn
 from .kinds import guessed_type, state_type
-from .pyfn import INIT_TYPED, FnSite, KindCheck, apply_in_arrow, equality_bytes, map_in_arrow, reencode
-from .types import OPAQUE, HType
+from .pyfn import FnSite, apply_in_arrow, equality_bytes, map_in_arrow, reencode
+from .types import OPAQUE, HType, exact_numbers
 from .values import KTable, SFrame
 
 #: what `hydrolite plan` says of such a state (after the reason its input is no chain)
@@ -94,42 +97,82 @@ def _pickled(sf: SFrame) -> DataFrame:
     )
 
 
-def _typed(df: DataFrame, kt: HType, vt: HType, checks: dict[str, list[KindCheck]], site: FnSite) -> DataFrame:
-    """`df` (`g`, `k`, `a` pickled) with the key and the accumulator also typed (`tk`, `tv`:
-    what readers read, without Python); a value of a guessed type that does not fit fails."""
-    base = df.select("g", "k", "a", F.col("k").alias("tk"), F.col("a").alias("tv"))
-    schema = T.StructType(
-        [*_TABLE.fields, T.StructField("tk", kt.spark(), True), T.StructField("tv", vt.spark(), True)]
-    )
-    return map_in_arrow(base, reencode({"tk": (OPAQUE, kt), "tv": (OPAQUE, vt)}, checks, site), schema)
+def _typed_rows(kt: HType, vt: HType, site: FnSite, strict: bool) -> Any:
+    """Arrow rows `g`, `k`, `a` (pickled) -> with `tk`, `tv` (the key and the value typed by
+    `kt` / `vt`) and `fits`: whether the value is exactly of `vt` (a `1` is no float, a `True`
+    no int). A value that does not fit leaves `tv` null (readers then read the pickles), or
+    with `strict` (a type no value can miss: a count's, a declared one) fails naming it."""
+    ka, va = kt.arrow(), vt.arrow()
+
+    def run(batches: Any) -> Any:
+        for rb in batches:
+            keys = [pickle.loads(x) for x in rb.column(1).to_pylist()]
+            try:
+                tk = pa.array([kt.encode(x) for x in keys], type=ka)
+            except TypeError as exc:  # (a key the batch's key type cannot hold at all)
+                raise site.fail(next(x for x in keys if _misfit(kt, x)), exc) from exc
+            tv, fits = [], []
+            with exact_numbers():
+                for x in rb.column(2).to_pylist():
+                    try:
+                        tv.append(vt.encode(pickle.loads(x)))
+                        fits.append(True)
+                    except TypeError as exc:
+                        if strict:
+                            misfit = TypeError(f"hydrolite: a value does not fit its column {vt.describe()}: {exc}")
+                            raise site.fail(pickle.loads(x), misfit) from exc
+                        tv.append(None)
+                        fits.append(False)
+            cols = [*rb.columns[:3], tk, pa.array(tv, type=va), pa.array(fits, type=pa.bool_())]
+            yield pa.RecordBatch.from_arrays(cols, names=["g", "k", "a", "tk", "tv", "fits"])
+
+    return run
+
+
+def _misfit(t: HType, x: Any) -> bool:
+    try:
+        t.encode(x)
+    except TypeError:
+        return True
+    return False
+
+
+def _typed(df: DataFrame, kt: HType, vt: HType, site: FnSite, strict: bool) -> DataFrame:
+    """`df` (`g`, `k`, `a`) with `tk`, `tv`, `fits` (`_typed_rows`)."""
+    fields = [T.StructField("tk", kt.spark(), True), T.StructField("tv", vt.spark(), True)]
+    schema = T.StructType([*_TABLE.fields, *fields, T.StructField("fits", T.BooleanType(), True)])
+    return map_in_arrow(df.select("g", "k", "a"), _typed_rows(kt, vt, site, strict), schema)
 
 
 def fold(ctx: BatchCtx, node: n.Fold | n.Reduce | n.Count | n.First | n.Last, sf: SFrame) -> KTable:
     """This batch's version of `node`'s table, folded from the previous one and `sf` (the
-    batch's elements); readers get it as a (k, v) frame."""
+    batch's elements); readers get it as a (k, v) frame: typed when every value is exactly of
+    the type the driver path gives the state, else pickled, each value as it is."""
     assert sf.kt is not None
     key, site, kt = ctx.key(node), ctx.site(node), sf.kt
     ctx.note_fn(node, "arrow (per key, the tick's Parquet table on the executors)")
     vt = state_type(node, sf.vt)
-    checks = {"tv": [KindCheck(site, vt, None, INIT_TYPED)]} if guessed_type(node, sf.vt) else {}
+    # a count's type, and a fold's declared or proven by translating its function, hold every value
+    strict = isinstance(node, n.Count) or (isinstance(node, n.Fold) and not guessed_type(node, sf.vt))
     rows = _pickled(sf)
     kept = kept_table(ctx.spark, ctx.state, key)
     if kept is None:
-        kept = _typed(ctx.spark.createDataFrame([], _TABLE), kt, vt, checks, site)
+        kept = _typed(ctx.spark.createDataFrame([], _TABLE), kt, vt, site, strict)
     elif [kept.schema["tk"].dataType, kept.schema["tv"].dataType] != [kt.spark(), vt.spark()]:
-        kept = _typed(kept, kt, vt, checks, site)  # (this batch's types differ: the stored ones again)
+        kept = _typed(kept, kt, vt, site, strict)  # (this batch's types differ: from the pickles again)
     stored = kept.select("g", F.col("k").alias("sk"), "a")
     grouped = rows.join(stored, "g", "left")
-    updated = _typed(
-        apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE), kt, vt, checks, site
-    )
-    new, old = updated.alias("new"), kept.alias("old")
+    folded_rows = apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE)
+    new, old = _typed(folded_rows, kt, vt, site, strict).alias("new"), kept.alias("old")
     folded = F.col("new.g").isNotNull()  # (a key this batch folded: its new row, nulls included)
+    cols = ("g", "k", "a", "tk", "tv", "fits")
     merged = new.join(old, F.col("new.g") == F.col("old.g"), "full_outer").select(
-        *(F.when(folded, F.col(f"new.{c}")).otherwise(F.col(f"old.{c}")).alias(c) for c in ("g", "k", "a", "tk", "tv"))
+        *(F.when(folded, F.col(f"new.{c}")).otherwise(F.col(f"old.{c}")).alias(c) for c in cols)
     )
     table = keep_table(ctx.spark, ctx.state, key, merged)
-    return KTable(kt, vt, SFrame(table.select(F.col("tk").alias("k"), F.col("tv").alias("v")), vt, kt))
+    if strict or table.agg(F.bool_and("fits")).collect()[0][0] is not False:  # (one job: a column of flags)
+        return KTable(kt, vt, SFrame(table.select(F.col("tk").alias("k"), F.col("tv").alias("v")), vt, kt))
+    return KTable(kt, OPAQUE, SFrame(table.select(F.col("tk").alias("k"), F.col("a").alias("v")), OPAQUE, kt))
 
 
 def placed_why(reason: str) -> str:
