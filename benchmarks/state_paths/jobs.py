@@ -186,7 +186,7 @@ def build_keycount(mapped: bool = False, rekeyed: bool = False) -> Any:
     else:
         events = node.keyed_source("event", str, int)
     if rekeyed:
-        twice = events.entries().flat_map(lambda e: [e]).flat_map(lambda e: [e])
+        twice = events.entries().flat_map_unordered(lambda e: [e]).flat_map_unordered(lambda e: [e])
         events = twice.map(lambda e: (e[0], e[1])).into_keyed()
     align = node.local_align_point()
     counts = events.count()

@@ -10,9 +10,10 @@ so the driver sees neither keys nor values:
 1. the batch's `(k, v)` rows are pickled and given their key's `grouping.group_bytes`
    (`g`: keys equal in Python are one key, as in the simulator's dict);
 2. they are joined with the table the batch before kept (`g`, `k` the key's first form,
-   `a` the pickled accumulator) and grouped by `g`: one Python call per key the batch
-   touched folds its new elements, in the stream's order, into the stored accumulator (or
-   from the init) with the same kernels as the simulator (`keyed_processor.AggFn`);
+   `a` the pickled accumulator) and sorted by `g` and the stream's order within partitions
+   by `g`: one Python pass per partition folds each touched key's new elements, in order,
+   into its stored accumulator (or from the init) with the same kernels as the simulator
+   (`keyed_processor.AggFn`);
 3. the table with those keys replaced is written as this batch's version
    (`channel_versions.keep_table`: a directory per batch under `<query>/state/blobs/`, its
    path in the versioned store; a replay of the batch rewrites the same rows from the same
@@ -26,8 +27,8 @@ so the driver sees neither keys nor values:
    readers get the pickles, each value as it is — as the driver path keeps a table's frame
    pickled then (`values.frame_of(exact=)`).
 
-Cost: O(table) per batch on the executors (the joins and the rewrite, in Spark) and
-O(keys touched) Python calls; nothing per key on the driver. Placed by `placement.place`
+Cost: O(table) per batch on the executors (the joins and the rewrite, in Spark) and the
+batch's elements through Python once; nothing per key on the driver. Placed by `placement.place`
 (home "table") where state may live on the executors and the input is no chain.
 """
 
@@ -47,39 +48,59 @@ from .exec import BatchCtx
 from .keyed_processor import AggFn
 from .keyed_state import agg_fn
 from .kinds import guessed_type, state_type
-from .pyfn import FnSite, apply_in_arrow, equality_bytes, map_in_arrow, reencode
+from .pyfn import FnSite, equality_bytes, map_in_arrow, reencode
 from .types import OPAQUE, HType, exact_numbers
 from .values import KTable, SFrame
 
 #: what `hydrolite plan` says of such a state (after the reason its input is no chain)
 WHY = (
     "a table the executors keep as Parquet under the query's checkpoint: each batch folds the keys it touched "
-    "(one Python call per key, nothing through the driver) and rewrites the table, O(table) per batch"
+    "(sorted by key on the executors, one Python pass per partition, nothing through the driver) and rewrites the "
+    "table, O(table) per batch"
 )
 _BIN = T.BinaryType()
 _TABLE = T.StructType([T.StructField(c, _BIN, True) for c in ("g", "k", "a")])
 
 
-def _fold_group(agg: AggFn, order: list[str]) -> Any:
-    """Per key (one Arrow table: its new rows, each with the stored `sk` / `a` when the
-    table had the key): fold the new elements, in order, into the key's accumulator."""
+def _fold_sorted(agg: AggFn) -> Any:
+    """Arrow batches of a partition's rows sorted by key (`g`) and then by the stream's order,
+    each with the stored `sk` / `a` when the table had its key -> one row per key: its new
+    elements folded into its accumulator. One Python call per partition, not per key (a
+    key's rows may span batches: the current key carries over)."""
 
-    def run(table: Any) -> Any:
-        if order:
-            table = table.sort_by([(c, "ascending") for c in order])
-        g = table.column("g")[0].as_py() if table.num_rows else None
-        stored = table.column("a")[0].as_py() if table.num_rows else None
-        if g is None:
-            return pa.table({c: pa.array([], type=pa.binary()) for c in ("g", "k", "a")})
-        key_bytes = table.column("sk")[0].as_py() if stored is not None else table.column("k")[0].as_py()
-        key = pickle.loads(key_bytes)  # (the form the table keeps, else the batch's first)
-        has, acc = (True, pickle.loads(stored)) if stored is not None else (agg.has_init, agg.init)
-        xs = [pickle.loads(x) for x in table.column("v").to_pylist()]
-        has, acc = agg.fold(key, has, acc, xs)
-        if not has:  # (no element made a value: a reduce / first / last of nothing)
-            return pa.table({c: pa.array([], type=pa.binary()) for c in ("g", "k", "a")})
-        row = {"g": [g], "k": [key_bytes], "a": [pickle.dumps(acc, protocol=5)]}
-        return pa.table({c: pa.array(v, type=pa.binary()) for c, v in row.items()})
+    def run(batches: Any) -> Any:
+        out: dict[str, list[Any]] = {"g": [], "k": [], "a": []}
+        cur: list[Any] = []  # [g, key bytes, stored accumulator or None, pickled elements]
+
+        def done() -> None:
+            g, key_bytes, stored, xs = cur
+            key = pickle.loads(key_bytes)  # (the form the table keeps, else the batch's first)
+            has, acc = (True, pickle.loads(stored)) if stored is not None else (agg.has_init, agg.init)
+            has, acc = agg.fold(key, has, acc, [pickle.loads(x) for x in xs])
+            if has:  # (else no element made a value: a reduce / first / last of nothing)
+                for c, x in (("g", g), ("k", key_bytes), ("a", pickle.dumps(acc, protocol=5))):
+                    out[c].append(x)
+
+        def flush() -> Any:
+            rb = pa.RecordBatch.from_pydict({c: pa.array(xs, type=pa.binary()) for c, xs in out.items()})
+            for xs in out.values():
+                xs.clear()
+            return rb
+
+        for rb in batches:
+            gs, ks, vs, sks, stored = (rb.column(i).to_pylist() for i in range(5))
+            for i, g in enumerate(gs):
+                if not cur or g != cur[0]:
+                    if cur:
+                        done()
+                    cur[:] = [g, sks[i] if stored[i] is not None else ks[i], stored[i], []]
+                cur[3].append(vs[i])
+            if len(out["g"]) >= 4096:
+                yield flush()
+        if cur:
+            done()
+        if out["g"]:
+            yield flush()
 
     return run
 
@@ -162,7 +183,8 @@ def fold(ctx: BatchCtx, node: n.Fold | n.Reduce | n.Count | n.First | n.Last, sf
         kept = _typed(kept, kt, vt, site, strict)  # (this batch's types differ: from the pickles again)
     stored = kept.select("g", F.col("k").alias("sk"), "a")
     grouped = rows.join(stored, "g", "left")
-    folded_rows = apply_in_arrow(grouped, "g", _fold_group(agg_fn(node, site), list(sf.order)), _TABLE)
+    ordered = grouped.repartition("g").sortWithinPartitions("g", *sf.order).select("g", "k", "v", "sk", "a")
+    folded_rows = map_in_arrow(ordered, _fold_sorted(agg_fn(node, site)), _TABLE)
     new, old = _typed(folded_rows, kt, vt, site, strict).alias("new"), kept.alias("old")
     folded = F.col("new.g").isNotNull()  # (a key this batch folded: its new row, nulls included)
     cols = ("g", "k", "a", "tk", "tv", "fits")
