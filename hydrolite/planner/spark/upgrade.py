@@ -76,7 +76,8 @@ def state_type(node: n.Node) -> str:
 def home_of(stage: Stage, node: n.Node) -> str:
     """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
     "executors" (the transformWithState operator), "history" (a join's sides as Parquet,
-    `history.py`), "table" (a keyed table the tick folds, as Parquet: `tick_table.py`), "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
+    `history.py`), "table" (a keyed table the tick folds, as Parquet: `tick_table.py`),
+    "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
     or "driver"."""
     p = stage.placement.of(node) if stage.placement is not None else None
     if p is not None and (p.native or p.absorbed):
