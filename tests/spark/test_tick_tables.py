@@ -27,7 +27,7 @@ from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.types import from_python
 from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
-from tests.spark.runs import json_batches, run_once
+from tests.spark.runs import feeds, json_batches, run_once
 
 pytestmark = pytest.mark.spark
 
@@ -93,12 +93,8 @@ EXPECTED = {
 def _feeds(d: Path, upto: int = len(ORDERS)) -> dict[str, str]:
     """The feeds' first `upto` entries (those not written yet), and the inputs reading them."""
     types = {"order": tuple[str, int], "home": tuple[str, str], "ask": str}
-    for port, entries in (("order", ORDERS), ("home", HOMES), ("ask", ASKS)):
-        w = FeedWriter(str(d / port), from_python(types[port]))
-        for e in entries[feed_end(str(d / port)) : upto]:
-            w.send_many(e)
-    cap = "?maxEntriesPerTrigger=1"  # one entry per micro-batch: batch ids are deterministic
-    return {port: f"feed:{d / port}{cap}" for port in types}
+    given = {"order": ORDERS, "home": HOMES, "ask": ASKS}
+    return feeds(d, {p: (t, None, given[p][feed_end(str(d / p)) : upto]) for p, t in types.items()})
 
 
 def _run(spark: SparkSession, d: Path, keyed_state: str, **kw: Any) -> FlowRunner:
