@@ -41,8 +41,8 @@ from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.ports import parse_output
 from hydrolite.planner.spark.stages import plan_flow
+from hydrolite.planner.spark.state_homes import home_of
 from hydrolite.planner.spark.types import OPAQUE, from_python
-from hydrolite.planner.spark.upgrade import home_of
 from hydrolite.planner.spark.verify import read_outputs, verify_run
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]

@@ -271,7 +271,7 @@ def test_unbounded_join_is_placed_per_key_or_with_its_history() -> None:
     )
     assert placed.rows and not placed.executors, placed
     assert "its left side" in placed.why and "history.py" in placed.why, placed.why
-    from hydrolite.planner.spark.upgrade import home_of
+    from hydrolite.planner.spark.state_homes import home_of
 
     (stage,) = plan.stages  # recorded as its own home: a resume that would move it is refused
     assert home_of(stage, placed.node) == "history"

@@ -8,7 +8,7 @@ is *absorbed* (`Region.absorbed`) — no native aggregation or per-element state
 and the tick does not evaluate it. "Distinct values per key" (`ks.unique().count()`) then
 keeps each (key, value) once, in the count's groups, instead of twice.
 
-A checkpoint records an absorbed operator's home as "chains" (`upgrade.home_of`): should a
+A checkpoint records an absorbed operator's home as "chains" (`state_homes.home_of`): should a
 later version of the program read it elsewhere, it would need the state it never kept, and
 the resume is refused rather than starting it empty. The other way round, an operator whose
 checkpoint holds a state of its own keeps it under `auto` (`placement.place`: Spark cannot

@@ -46,15 +46,10 @@ from . import ckfs
 from .grouping import GROUPING, compare_grouping
 from .offsets import numbered
 from .stages import Plan, Stage
+from .state_homes import KEYED_OPERATOR, LEGACY_KEYED_OPERATOR, compare_homes, compare_state_home, home_of, table_homes
 
 PLAN_FILE = "plan.json"
 RECORD_VERSION = 1
-#: Spark's operator holding a query's executor state (`keyed_state.ExecutorRegion.branch`),
-#: recorded per query: Spark refuses to resume one operator's state with another (its state
-#: metadata names the operator), so a change is refused here, before anything runs
-KEYED_OPERATOR = "transformWithState"
-#: what records without the field used (hydrolite before the Row-based operator)
-LEGACY_KEYED_OPERATOR = "transformWithStateInPandas"
 #: how `demux_by_key()` picks a key's member (`locations.sharding.member_of_key`), recorded: a
 #: record without it was routed by BLAKE2b; resumed by another route, a key's state is elsewhere
 KEY_ROUTING = "sha256-60"
@@ -71,35 +66,6 @@ def state_type(node: n.Node) -> str:
     meta = node.meta
     key = f"{type_name(meta.key)}, " if meta.kind.keyed else ""
     return f"{meta.kind.value}[{key}{type_name(meta.elem)}]"
-
-
-def home_of(stage: Stage, node: n.Node) -> str:
-    """Where `node`'s state lives in this plan: "native" (a native streaming aggregation),
-    "executors" (the transformWithState operator), "history" (a join's sides as Parquet,
-    `history.py`), "table" (a keyed table the tick folds, as Parquet: `tick_table.py`),
-    "chains" (none of its own: its readers' groups keep it, `kept_steps.py`)
-    or "driver"."""
-    p = stage.placement.of(node) if stage.placement is not None else None
-    if p is not None and (p.native or p.absorbed):
-        return "native" if p.native else "chains"
-    if p is not None and p.rows and isinstance(node, (n.Join, n.CrossProduct)):
-        return "history"
-    if p is not None and p.tick_table:
-        return "table"
-    return "executors" if p is not None and p.executors else "driver"
-
-
-def _at(home: str) -> str:
-    where = {"native": "in a native streaming aggregation", "history": "as Parquet history under the checkpoint"}
-    where["table"] = "as a Parquet table under the checkpoint"
-    where["chains"] = "only with the states it feeds (none of its own)"
-    return where.get(home, f"on the {home}")
-
-
-def _keyed_state_for(home: str) -> str:
-    """The run option that keeps state where `home` says (a join's history: the driver's
-    option, which keeps no join per key on the executors)."""
-    return {"native": "executors", "history": "driver", "parquet": "driver", "table": "executors"}.get(home, home)
 
 
 @dataclass
@@ -440,7 +406,7 @@ def _compare_query(
     for port in sorted({s.port for s in stage.sinks} - set(rec.sinks)):
         recon.lines.append(f"      + sink {port}: written from the next batch on")
     new = [_NewState(x, recon.plan.identities[id(x)], state_type(x)) for x in stage.stateful]
-    _compare_homes(recon, stage, rec)
+    compare_homes(recon, stage, rec)
     pairs = _pair_state(new, list(rec.state.values()))
     keys: dict[int, str] = {}
     for ns in new:
@@ -476,17 +442,7 @@ def _compare_query(
             )
             recon.fixes.append(f"pass --reset-state {ns.ident.display} to start it empty, or keep its type")
             continue
-        if s.home != home_of(stage, ns.node) != "chains":  # (a state no reader needs may go)
-            recon.refusals.append(
-                f"{ns.ident.display}: its state lives {_at(s.home)} in this checkpoint, and this run would keep it "
-                f"{_at(home_of(stage, ns.node))} (key {s.key}): it would start empty there"
-            )
-            recon.fixes.append(  # ("chains": it has none to keep; reset, it would pass its elements on again)
-                f"resume with --keyed-state {_keyed_state_for(s.home)} (or the default auto, which keeps a resumed "
-                "state where its checkpoint has it: kept_homes.py), or start a new --checkpoint"
-                if s.home != "chains"
-                else f"start a new --checkpoint, or pass --reset-state {ns.ident.display} (it starts empty)"
-            )
+        if not compare_state_home(recon, stage, ns.node, ns.ident.display, s.home, s.key):
             continue
         changed = " (its function changed)" if s.code != ns.ident.code else ""
         moved = f" (was {s.display})" if s.at != ns.ident.at else ""
@@ -506,74 +462,6 @@ def _compare_query(
             f"pass name=... with its old key's operator, or drop the state with --reset-state {s.display}"
         )
     recon.keys[stage.index] = keys
-
-
-def _compare_homes(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
-    """Spark cannot add a stateful operator to a query, or drop one, between runs: the query
-    keeps executor state (one transformWithState operator) exactly when it did before, and
-    the same native aggregations (one per native state, `native_state.py`)."""
-    _compare_native(recon, stage, rec)
-    tables = table_homes(stage)
-    _compare_tables(recon, tables, rec)
-    before = any(s.home == "executors" for s in rec.state.values()) or "executors" in rec.tables.values()
-    now = any(home_of(stage, x) == "executors" for x in stage.stateful) or "executors" in tables.values()
-    if before and now and rec.keyed_operator != KEYED_OPERATOR:
-        recon.refusals.append(
-            f"query {rec.dir}: its state on the executors was written by Spark's {rec.keyed_operator} operator (an "
-            f"earlier hydrolite), and this hydrolite keeps it in {KEYED_OPERATOR}: Spark cannot resume one "
-            "operator's state with another"
-        )
-        recon.fixes.append("resume it with the hydrolite version that wrote it, or start a new --checkpoint")
-        return
-    if before == now:
-        return
-    what = "adds" if now else "drops"
-    recon.refusals.append(
-        f"query {rec.dir}: this run {what} Spark's keyed-state operator (state on the executors), which Spark "
-        f"cannot do to a query that has committed batches"
-    )
-    recon.fixes.append(
-        f"resume with --keyed-state {'driver' if now else 'executors'} to keep the state where it is, "
-        "or start a new --checkpoint"
-    )
-
-
-def table_homes(stage: Stage) -> dict[str, str]:
-    """Channel -> where the version of the keyed table the query reads through it lives:
-    "executors" (per key in the region, `placement._Finder.table_of`) or "parquet"."""
-    placed = stage.placement.placements if stage.placement is not None else ()
-    return {p.table: "executors" if p.executors else "parquet" for p in placed if p.table is not None}
-
-
-def _compare_tables(recon: Reconciliation, tables: dict[str, str], rec: QueryRecord) -> None:
-    at = {"executors": "per key in Spark's state store", "parquet": "as Parquet under the query's state"}
-    for name, home in tables.items():
-        was = rec.tables.get(name, "parquet")
-        if was != home:
-            recon.refusals.append(
-                f"query {rec.dir}: the version it keeps of the keyed table read through channel {name} lives "
-                f"{at[was]} in this checkpoint, and this run would keep it {at[home]}: it would start empty there"
-            )
-            recon.fixes.append(f"resume with --keyed-state {_keyed_state_for(was)}, or start a new --checkpoint")
-
-
-def _compare_native(recon: Reconciliation, stage: Stage, rec: QueryRecord) -> None:
-    """Spark numbers a query's stateful operators by their place in the plan and checks each
-    one's state schema on restart: the native aggregations must be the same ones, in the same
-    order, as in the checkpoint (a state that moved to or from one is also refused per state)."""
-    before = [s.display for s in rec.state.values() if s.home == "native"]
-    now = [f"{x.op}@{x.site.label}" for x in stage.stateful if home_of(stage, x) == "native"]
-    if len(before) == len(now):
-        return
-    recon.refusals.append(
-        f"query {rec.dir}: its native streaming aggregations would change (recorded: {', '.join(before) or 'none'}; "
-        f"this run: {', '.join(now) or 'none'}): Spark cannot add or drop a stateful operator of a query that has "
-        "committed batches"
-    )
-    recon.fixes.append(
-        "keep the aggregations and their readers as they were (resume with the keyed_state option the checkpoint "
-        "was written with), or start a new --checkpoint"
-    )
 
 
 def _pair_state(new: Iterable[_NewState], old: list[StateRecord]) -> dict[int, StateRecord]:

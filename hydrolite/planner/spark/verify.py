@@ -476,7 +476,8 @@ def _place_as_recorded(plan: Plan, checkpoint: str) -> None:
     resumed `auto` run does; driver; auto on a local master; executors); when none places the
     states as recorded, `plan_flow`'s placement stays, for `reconcile` to report."""
     from .placement import place_all
-    from .upgrade import home_of, read_record
+    from .state_homes import home_of
+    from .upgrade import read_record
 
     record = read_record(checkpoint)
     if record is None:
