@@ -18,7 +18,10 @@ from hypothesis import strategies as st
 
 from hydrolite.planner.spark.state import StateStore
 
+_AB = "".join(["a", "b"])  # (a str object of its own: equal to "ab", not the same object)
 FORMS: list[Any] = [0, 0.0, -0.0, False, 1, 1.0, True, "a", (1, "a"), (1.0, "a"), (True, "a"), frozenset({1})]
+# one key whose two strings are one object, and the same key made of two: pickle's memo wrote them apart
+FORMS += [(_AB, _AB), (_AB, "".join(["a", "b"]))]
 
 
 def _batch(store: StateStore, b: int, adds: list[tuple[Any, int]]) -> dict[Any, Any]:
@@ -102,5 +105,36 @@ def test_a_read_of_an_absent_key_adds_no_entry(tmp_path: Path) -> None:
         bs = store.begin(1)
         assert [repr(k) for k in bs.first_forms("sum", [True, 1])] == ["1.0", "1.0"]
         assert bs.get_many("sum", [True], by_value=True) == {True: 3}
+    finally:
+        store.close()
+
+
+def test_an_index_of_an_earlier_grouping_is_rebuilt(tmp_path: Path, monkeypatch: Any) -> None:
+    """A checkpoint whose index was written under "python-eq-1" (each key's canonical form
+    pickled with pickle's memo, so a key holding one string object twice had other bytes than
+    the same key made of two) is indexed again on first use, under this grouping's bytes: its
+    keys are found whatever objects they are made of, and no key gets a second entry."""
+    import pickle
+
+    from hydrolite.planner.spark import state
+    from hydrolite.planner.spark.grouping import canonical
+
+    shared = (_AB, _AB)
+    with monkeypatch.context() as m:  # (what python-eq-1 wrote)
+        m.setattr(state, "_INDEXED", b"__indexed__")
+        m.setattr(state, "group_bytes", lambda x: pickle.dumps(canonical(x), protocol=5))
+        store = StateStore(str(tmp_path / "st"))
+        bs = store.begin(0)
+        bs.put_many("sum", {shared: 5, ("cd", 1): 7}, by_value=True)
+        bs.commit()
+        store.close()
+    store = StateStore(str(tmp_path / "st"))
+    try:
+        bs = store.begin(1)
+        two = ("".join(["a", "b"]), "".join(["a", "b"]))  # (two objects: its old bytes differ from shared's)
+        assert bs.get_many("sum", [two, ("cd", 1.0)], by_value=True) == {two: 5, ("cd", 1.0): 7}
+        bs.put_many("sum", {two: 6}, by_value=True)
+        bs.commit()
+        assert sorted(map(repr, store.begin(2).scan("sum"))) == ["(('ab', 'ab'), 6)", "(('cd', 1), 7)"]
     finally:
         store.close()

@@ -57,10 +57,15 @@ def key_forms(x: int) -> tuple[float, int]:
 
 def key_objects(x: int) -> tuple[object, int]:
     """`key_forms`' keys declared `object`: pickled, each in its own form (0, 0.0, -0.0; 1, 1.0,
-    True; 2, 2.0), so every state, distinct step and join meets forms Python holds equal in one
-    batch and must group them as one (`by_value.py` on the driver, `grouping.canonical` on the
-    executors) and show the form the simulator shows."""
-    return key_forms(x)
+    True), so every state, distinct step and join meets forms Python holds equal in one batch
+    and must group them as one (`by_value.py` on the driver, `grouping.canonical` on the
+    executors) and show the form the simulator shows. Key 2 is a pair of equal strings, either
+    one string object twice or two objects: pickle's memo wrote those apart (`grouping.plain_bytes`)."""
+    key, v = key_forms(x)
+    if key != 2:
+        return key, v
+    s = "".join(["k", "2"])  # (made here: an object of its own, not the interned constant)
+    return ((s, s) if (int(x) // 3) % 2 else (s, "".join(["k", "2"]))), v
 
 
 def int_forms(x: int) -> object:

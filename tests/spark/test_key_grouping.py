@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 
 import hydrolite as hl
 from hydrolite import nondet
+from hydrolite.planner.spark.grouping import GROUPING
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.runtime import FlowRunner
 from hydrolite.planner.spark.stages import Plan, plan_flow
@@ -114,27 +115,33 @@ def test_keys_equal_in_python_are_one_key_on_the_executors(spark: SparkSession, 
 
 def test_a_checkpoint_grouped_by_pickled_bytes_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     """A record without `key_grouping` (hydrolite before it) kept equal keys apart on the
-    executors: resuming it would look its keys up under other bytes. Refused, unless the
-    executor states are reset; a checkpoint with its state on the driver resumes."""
+    executors, and one of "python-eq-1" pickled each key with pickle's memo (a key holding a
+    string has other bytes now): resuming either would look its keys up under other bytes.
+    Refused, unless the executor states are reset; a checkpoint with its state on the driver
+    resumes (its store re-indexes its keys: test_driver_index_is_rebuilt_for_a_new_grouping)."""
     for keyed_state in ("executors", "driver"):
         d = tmp_path / keyed_state
         _run(spark, d, keyed_state)
         record = json.loads((d / "ck" / PLAN_FILE).read_text())
-        assert record["key_grouping"] == "python-eq-1"
-        del record["key_grouping"]
-        (d / "ck" / PLAN_FILE).write_text(json.dumps(record))
-        recon = reconcile(_placed(keyed_state), str(d / "ck"))
-        if keyed_state == "driver":
-            assert not recon.refused, recon.render()
-            continue
-        text = recon.render()
-        assert recon.refused and "was grouped by each key's pickled bytes" in text, text
-        assert "fold@test_key_grouping.py" in text and "start a new --checkpoint" in text, text
-        with pytest.raises(PlanChangedError):
-            FlowRunner(_program(), spark=spark, checkpoint=str(d / "ck"), inputs={}, keyed_state="executors")
-        states = [s for q in record["queries"].values() for s in q["state"].values() if s["home"] == "executors"]
-        resets = [f"{s['op']}@{s['at']}" for s in states]
-        assert not reconcile(_placed(keyed_state), str(d / "ck"), resets).refused
+        assert record["key_grouping"] == GROUPING
+        for was, says in ((None, "was grouped by each key's pickled bytes"), ("python-eq-1", "grouped by python-eq-1")):
+            if was is None:
+                del record["key_grouping"]
+            else:
+                record["key_grouping"] = was
+            (d / "ck" / PLAN_FILE).write_text(json.dumps(record))
+            recon = reconcile(_placed(keyed_state), str(d / "ck"))
+            if keyed_state == "driver":
+                assert not recon.refused, recon.render()
+                continue
+            text = recon.render()
+            assert recon.refused and says in text, text
+            assert "fold@test_key_grouping.py" in text and "start a new --checkpoint" in text, text
+            with pytest.raises(PlanChangedError):
+                FlowRunner(_program(), spark=spark, checkpoint=str(d / "ck"), inputs={}, keyed_state="executors")
+            states = [s for q in record["queries"].values() for s in q["state"].values() if s["home"] == "executors"]
+            resets = [f"{s['op']}@{s['at']}" for s in states]
+            assert not reconcile(_placed(keyed_state), str(d / "ck"), resets).refused
 
 
 def _placed(keyed_state: str) -> Plan:

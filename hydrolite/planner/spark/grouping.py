@@ -31,14 +31,17 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import io
 import math
 import pickle
+import threading
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-#: how keys are grouped, as `plan.json` records it (`key_grouping`: `compare_grouping`)
-GROUPING = "python-eq-1"
+#: how keys are grouped, as `plan.json` records it (`key_grouping`: `compare_grouping`);
+#: "python-eq-1" pickled the canonical form with pickle's memo (`plain_bytes` says why not)
+GROUPING = "python-eq-2"
 
 _PLAIN = (str, bytes, int, type(None))
 _NAN = ("nan",)
@@ -46,7 +49,41 @@ _NAN = ("nan",)
 
 def group_bytes(x: Any) -> bytes:
     """The bytes grouping `x` with every value equal to it (see the module's docstring)."""
-    return pickle.dumps(canonical(x), protocol=5)
+    return plain_bytes(canonical(x))
+
+
+_PICKLERS = threading.local()
+
+
+def plain_bytes(x: Any) -> bytes:
+    """`x` pickled without pickle's memo, so that the bytes depend on the value alone.
+
+    Pickle writes an object met a second time as a reference to the first, by identity: a
+    key `("ab", "ab")` whose two strings are one object (a function returned `(w, w)`) and
+    the same key decoded from a column (two objects) pickle to different bytes, and would be
+    two groups. Fast mode (`Pickler.fast`) writes no memo; one pickler per thread, reused
+    (as fast as `pickle.dumps`). A value that contains itself fails (`ValueError`) rather than
+    being grouped by some bytes.
+
+        >>> one = "ab"
+        >>> plain_bytes((one, one)) == plain_bytes(("ab", "".join(["a", "b"])))
+        True
+    """
+    found = getattr(_PICKLERS, "pickler", None)
+    if found is None:
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, protocol=5)
+        pickler.fast = True  # (no memo: see above)
+        found = _PICKLERS.pickler = (buf, pickler)
+    buf, pickler = found
+    buf.seek(0)
+    buf.truncate()
+    try:
+        pickler.dump(x)
+    except BaseException:  # (a pickler left mid-dump keeps its nesting count: a new one next time)
+        del _PICKLERS.pickler
+        raise
+    return buf.getvalue()
 
 
 def canonical(x: Any) -> Any:
@@ -73,9 +110,9 @@ def canonical(x: Any) -> Any:
     if isinstance(x, list):
         return ("L", *(canonical(i) for i in x))
     if isinstance(x, (set, frozenset)):
-        return ("S", *sorted(pickle.dumps(canonical(i), protocol=5) for i in x))
+        return ("S", *sorted(plain_bytes(canonical(i)) for i in x))
     if isinstance(x, dict):
-        items = sorted((pickle.dumps(canonical(k), protocol=5), canonical(v)) for k, v in x.items())
+        items = sorted((plain_bytes(canonical(k)), canonical(v)) for k, v in x.items())
         return ("M", *items)
     if isinstance(x, datetime.datetime):
         return _datetime(x)
@@ -134,30 +171,44 @@ def _datetime(d: datetime.datetime) -> Any:
 
 
 def compare_grouping(recon: Any, old: dict[str, Any], data: dict[str, Any], reset: Any) -> None:
-    """Refuse resuming executor state a checkpoint grouped by another rule (`upgrade.reconcile`).
+    """Refuse resuming keyed state a checkpoint grouped by another rule (`upgrade.reconcile`).
 
     Records without `key_grouping` were written when the executors grouped keys by their
     pickled bytes: a key stored as `True`, `2.0` or a tuple would not be found under this
-    rule's bytes, so its state would silently start again. The driver's store and Spark's
-    native aggregations group as before (by Spark's typed columns), so only states on the
-    executors are refused; `--reset-state` of such a state drops it knowingly."""
+    rule's bytes, so its state would silently start again. "python-eq-1" pickled the same
+    canonical forms with pickle's memo: every key holding a string has other bytes now. The
+    states grouped by these bytes are those on the executors (Spark's state store, the tick's
+    tables, keyed tables kept per key); the driver's store re-indexes its keys itself
+    (`state._INDEXED`) and Spark's native aggregations group by typed columns. `--reset-state`
+    of such a state drops it knowingly."""
     from .upgrade import _matches, committed
 
-    if data.get("key_grouping") == GROUPING:
+    was = data.get("key_grouping")
+    if was == GROUPING:
         return
+    how = (
+        "by each key's pickled bytes (the checkpoint's record has no key_grouping: hydrolite before 2026-11-30), "
+        "which kept equal keys such as 1, 1.0 and True apart"
+        if was is None
+        else f"by {was}, whose bytes for a key holding a string depended on which objects it was made of"
+    )
     for q, rec in old.items():
         if not committed(recon.checkpoint, q):
             continue
-        held = [s for s in rec.state.values() if s.home == "executors" and not _matches(reset, s.display, s.key)]
-        if held:
-            names = ", ".join(s.display for s in held)
+        held = [s for s in rec.state.values() if s.home in _GROUPED and not _matches(reset, s.display, s.key)]
+        tables = sorted(ch for ch, home in rec.tables.items() if home == "executors")
+        if held or tables:
+            names = ", ".join([*(s.display for s in held), *(f"the table read through channel {t}" for t in tables)])
             recon.refusals.append(
-                f"query {q}: its keyed state on the executors ({names}) was grouped by each key's pickled bytes (the "
-                f"checkpoint's record has no key_grouping: hydrolite before 2026-11-30), which kept equal keys such as "
-                f"1, 1.0 and True apart; this version groups keys as Python compares them ({GROUPING}), so stored keys "
-                "would not be found and their state would start again"
+                f"query {q}: its keyed state on the executors ({names}) was grouped {how}; this version groups keys "
+                f"as Python compares them ({GROUPING}), so stored keys would not be found and their state would "
+                "start again"
             )
+            fix = f"pass --reset-state {', '.join(s.display for s in held)} to drop that state, " if held else ""
             recon.fixes.append(
-                f"start a new --checkpoint, pass --reset-state {names} to drop that state, or resume the checkpoint "
-                "with the hydrolite version that wrote it"
+                f"start a new --checkpoint, {fix}or resume the checkpoint with the hydrolite version that wrote it"
             )
+
+
+#: the homes (`state_homes.home_of`) whose keys are stored under `group_bytes`
+_GROUPED = ("executors", "table")

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from ... import kernels
 from ...kernels import KernelError
-from .grouping import canonical
+from .grouping import canonical, plain_bytes
 from .pyfn import FnSite
 
 #: the order columns of a region's rows: (file mtime | seq | task position, file path,
@@ -106,7 +106,7 @@ def _occurrence(op: Op, o: tuple[Any, ...], k: Any, v: Any) -> Item:
         element, out = k, (o, None, k)
     else:
         element, out = ((k, v) if op.keyed else v), (o, k, v)
-    mark = pickle.dumps((op.f, canonical(element)), protocol=5)
+    mark = plain_bytes((op.f, canonical(element)))
     return ((*o[:5], (mark, tuple(o[:5]), op.kept)), *out[1:])
 
 
@@ -335,7 +335,7 @@ class Processor(StatefulProcessor):
         fresh: set[bytes] = set()
         for o, key, v in items:
             element = key if js.kind == "keys" else (key, v) if js.keyed else v
-            mark = pickle.dumps((js.key, canonical(element)), protocol=5)
+            mark = plain_bytes((js.key, canonical(element)))
             if mark in fresh or self.seen.containsKey((mark,)):
                 continue
             fresh.add(mark)

@@ -49,7 +49,7 @@ from ...ir import nodes as n
 from .channel_versions import whole_table
 from .errors import UserFunctionError
 from .folds import LAST, analyze
-from .grouping import canonical
+from .grouping import canonical, plain_bytes
 from .keyed_processor import (
     ANSWERS,
     ASK,
@@ -193,7 +193,7 @@ def chain_rows(inputs: list[_InputFn], chains: list[_ChainFn]) -> Any:
                     if ch.pairs is not None:
                         out = run_op(ch.pairs, out)
                     for o, k, v in out:
-                        cols["gk"].append(pickle.dumps((ch.state, canonical(k)), protocol=5))  # (grouping.py)
+                        cols["gk"].append(plain_bytes((ch.state, canonical(k))))  # (grouping.py)
                         cols["tag"].append(ch.tag)
                         for name, x in zip(INNER, o):
                             cols[name].append(x)

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import ckfs
-from .grouping import group_bytes, stored_form
+from .grouping import GROUPING, group_bytes, stored_form
 from .scratch import scratch_dir
 from .state_remote import RemoteFiles, Writes
 
@@ -56,7 +56,9 @@ CREATE TABLE IF NOT EXISTS delivered (sink TEXT NOT NULL, batch INTEGER NOT NULL
 _MISSING = object()
 #: the node beside a by-value state that maps `group_bytes(key)` to the bytes its entry is kept under
 _FORMS = "\x00forms"
-_INDEXED = b"__indexed__"  # (in that node: the index covers every key of the state)
+#: (in that node: the index covers every key of the state, under this grouping's bytes; an index
+#: of an earlier grouping is rebuilt from the entries on first use)
+_INDEXED = f"__indexed__ {GROUPING}".encode()
 
 
 def key_bytes(key: Any) -> bytes:
