@@ -10,12 +10,28 @@ never converted: the simulator holds each value as the fold made it.
 
 from __future__ import annotations
 
+import typing
+from collections import abc
+from typing import Any
+
 from pyspark.sql import functions as F
 
 from ...ir import nodes as n
 from .lambdas import MixedTypes, NotTranslatable, TExpr, translate
 from .region import Chain
-from .types import OPAQUE, HType, ListT, TupleT, declared_result, fold_type, infer_result, of_value, strip_optional
+from .types import (
+    OPAQUE,
+    HType,
+    ListT,
+    NoneT,
+    TupleT,
+    declared_result,
+    fold_type,
+    from_python,
+    infer_result,
+    of_value,
+    strip_optional,
+)
 
 
 def guessed_type(node: n.Node, chain_vt: HType) -> bool:
@@ -59,8 +75,6 @@ def _step_type(op: n.Node, vt: HType, trial: list[n.Node] | None = None) -> HTyp
     except NotTranslatable:
         pass
     if isinstance(op, n.FlatMap):
-        from .ops import flat_item_type
-
         if trial is not None:
             trial.append(op)
         return flat_item_type(f, vt)
@@ -96,3 +110,26 @@ def state_type(node: n.Node, chain_vt: HType) -> HType:
     if isinstance(node, n.Fold):
         return fold_type(node.init, node.meta.elem)
     return chain_vt
+
+
+def flat_item_type(f: Any, vt: HType) -> HType:
+    """The type of the items a `flat_map()` function returns for elements of `vt`: what its
+    return annotation says the iterable holds (`-> list[int]`; `-> list[object]`, or items of
+    several types: pickled, each as it is), else the type of the first item of a trial call."""
+    if declared_result(f) is not None:  # (annotated, and not `-> Any`)
+        ret = typing.get_type_hints(f)["return"]
+        origin, args = typing.get_origin(ret), typing.get_args(ret)
+        if origin is tuple and len(args) == 2 and args[1] is Ellipsis or _iterable(origin) and len(args) == 1:
+            return from_python(args[0]) or OPAQUE
+        return OPAQUE  # (`-> object`, a tuple of fixed places ...: items of any type)
+    try:
+        items = list(f(vt.sample()))
+    except Exception:  # the sample was not a meaningful input
+        return OPAQUE
+    t = of_value(items[0]) if items else None
+    return t if t is not None and not isinstance(t, NoneT) else OPAQUE
+
+
+def _iterable(origin: Any) -> bool:
+    """Whether a generic's origin is a collection of one item type (list, set, Iterator ...)."""
+    return isinstance(origin, type) and issubclass(origin, abc.Iterable) and not issubclass(origin, (abc.Mapping, str))

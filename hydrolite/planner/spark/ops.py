@@ -20,6 +20,7 @@ from .errors import SparkRunError, site_of
 from .exec import BatchCtx, handles, whole
 from .grouping import group_bytes
 from .history import history_join
+from .kinds import flat_item_type
 from .lambdas import MixedTypes, NotTranslatable, TExpr, literal, translate, translate_reused
 from .pyfn import elementwise, map_in_arrow, misfit, reencode, sort_whole, split_pairs
 from .reuse import derived, struct_of
@@ -27,7 +28,6 @@ from .types import (
     OPAQUE,
     HType,
     ListT,
-    NoneT,
     OptT,
     Prim,
     TupleT,
@@ -124,15 +124,6 @@ def _native(ctx: FreshNames, kind: str, te: TExpr, sf: SFrame) -> SFrame:
         df = sf.df.select(*sf.order, *(["k"] if sf.keyed else []), F.posexplode(te.col).alias(pos, "v"))
         return SFrame(df.select(*sf.order, pos, *(["k"] if sf.keyed else []), "v"), te.t.item, sf.kt, (*sf.order, pos))
     raise NotTranslatable(kind)
-
-
-def flat_item_type(f: Any, vt: HType) -> HType:
-    try:
-        items = list(f(vt.sample()))
-    except Exception:  # the sample was not a meaningful input
-        return OPAQUE
-    t = of_value(items[0]) if items else None
-    return t if t is not None and not isinstance(t, NoneT) else OPAQUE
 
 
 def _arrow(ctx: BatchCtx, node: ElementWise, kind: str, sf: SFrame, mixed: bool = False) -> SFrame:

@@ -73,7 +73,8 @@ def _failed(site: FnSite, e: KernelError) -> UserFunctionError:
 #: how to fix a result that does not fit the column its function's results are stored in
 ONE_TYPE_FIX = (
     "fix: return values of one type (e.g. `float(...)` or `int(...)` throughout), or make it a `def` whose return "
-    "annotation names the types it returns (`-> int | bool`, `-> object`): each result is then kept exactly as it is"
+    "annotation names the types it returns (`-> int | bool`, `-> object`; a flat_map()'s items: `-> list[object]`): "
+    "each result is then kept exactly as it is"
 )
 
 
