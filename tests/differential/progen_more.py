@@ -48,6 +48,10 @@ UNORDERED_AGGREGATES = ["count()", "fold_commutative(0, lambda a, x: a + x)", "r
 UNORDERED_AGGREGATES += [f"fold_commutative({i}, {f})" for i, f, comm in FOLDS if comm]
 ORDERED_AGGREGATES = [*UNORDERED_AGGREGATES, "first()", "last()", "reduce(lambda a, b: a * 2 - b)"]
 ORDERED_AGGREGATES += [f"fold({i}, {f})" for i, f, comm in FOLDS if not comm]
+#: what a stateful `unique()` / `keys()` / keyed `enumerate()` of such a stream (pairs) saw, kept
+#: as the tick's table on the executors (`tick_seen.py`); `enumerate()` needs an ordered one
+UNCHAINED_SEEN = [".unique()", ".into_keyed().keys()", ".into_keyed().unique().entries()"]
+ORDERED_SEEN = [*UNCHAINED_SEEN, ".into_keyed().enumerate().entries()"]
 #: after a store's join of unbounded streams: what the join's processor keeps it saw
 #: (`region.ExecutorSeen.joined`), or nothing
 JOIN_SEEN = ["", "", ".unique()", ".into_keyed().keys()"]
@@ -111,7 +115,9 @@ def _ticks_table(prog: Program, d: Draw) -> None:
     """A keyed aggregate of a stream that is no chain of the query's inputs (`UNCHAINED`): on
     the executors the tick folds it into a Parquet table (`tick_table.py`), on the driver its
     store does. Read whole by a new tick and, sometimes, by a second one (another query: its
-    versions cross as a channel) and per key by a source's requests."""
+    versions cross as a channel) and per key by a source's requests. One draw in three is
+    instead the stream's `unique()`, `keys()` or keyed `enumerate()` (`UNCHAINED_SEEN`), whose
+    table of what it saw the tick keeps (`tick_seen.py`), written to a sink."""
     v = prog.pick(d, lambda v: _top_int(v))
     w = prog.pick(d, lambda w: _top_int(w))
     if v is None or w is None:
@@ -120,6 +126,11 @@ def _ticks_table(prog: Program, d: Draw) -> None:
     if ordered and not v.ordered:
         return
     fed = shape.format(v=v.name, w=w.name, p=d.choice(TO_PAIR), q=d.choice(TO_PAIR), f=d.choice(INT_FLAT_MAPS))
+    if d.int(0, 2) == 0:  # what the stream saw, not an aggregate: its new elements (indexes) go to a sink
+        seen = prog.new(f"{fed}{d.choice(ORDERED_SEEN if ordered else UNCHAINED_SEEN)}", "stream", None, elem="tuple")
+        prog.vars.remove(seen)
+        prog.sinks.append(f'{seen.name}.sink("seen_{seen.name}")')
+        return
     agg = d.choice(ORDERED_AGGREGATES if ordered else UNORDERED_AGGREGATES)
     table = prog.new(f"{fed}.into_keyed().{agg}", "ksingle", None, key="object")
     prog.vars.remove(table)  # (its reads are drawn here: a later draw's tick could read it from its own output)

@@ -153,3 +153,27 @@ def test_generated_requests_through_a_batchs_keys_are_asked_per_key(tmp_path: Pa
                 continue
             found += sum(any(isinstance(op, n.Keys) for op in lk.chain.ops) for lk in st.placement.region.lookups)
     assert found >= 8, found
+
+
+def test_generated_programs_keep_what_a_computed_stream_saw_in_the_ticks_table(tmp_path: Path) -> None:
+    """The differential test keeps drawing a stateful `unique()` (of elements and of a keyed
+    stream's pairs), `keys()` and keyed `enumerate()` of a stream the tick computes (no chain
+    of the query's inputs): under `executors` each keeps what it saw in a Parquet table the
+    tick updates (`tick_seen.py`), saying why its input is no chain."""
+    from hydrolite.planner.spark.tick_seen import WHY
+
+    seen: dict[tuple[str, bool], int] = {}
+    for seed in range(200):
+        source = generate(RandomDraw(random.Random(seed))).source()
+        if 'sink("seen_' not in source:
+            continue
+        for st in _placed_from_file(source, tmp_path, f"tickseen{seed}"):
+            placed = st.placement.placements if st.placement is not None else ()
+            for p in placed:
+                if p.tick_table and isinstance(p.node, (n.Unique, n.Keys, n.Enumerate)):
+                    assert p.executors and p.why.endswith(WHY) and "fed by what the tick computes (" in p.why, p.why
+                    assert "kept by the tick" in p.describe(), p.describe()
+                    kind = (p.node.op, p.node.children[0].meta.kind.keyed)
+                    seen[kind] = seen.get(kind, 0) + 1
+    want = [("unique", False), ("unique", True), ("keys", True), ("enumerate", True)]
+    assert all(seen.get(k, 0) >= 2 for k in want), seen

@@ -55,8 +55,7 @@ def aggregate(ctx: BatchCtx, node: Aggregate, args: list[Val]) -> Val:
     sf = sframe(args[0], node)
     alg, has_init, init, acc_t = _spec(node, sf)
     carried = ctx.stateful(node)
-    placed = ctx.stage.placement.of(node) if ctx.stage.placement is not None else None
-    if carried and placed is not None and placed.tick_table:  # (its table on the executors)
+    if carried and _in_tick_table(ctx, node):  # (its table on the executors)
         from .tick_table import fold  # (it imports the executor region's pieces: imported here)
 
         return fold(ctx, node, sf)
@@ -76,6 +75,12 @@ def aggregate(ctx: BatchCtx, node: Aggregate, args: list[Val]) -> Val:
     if sf.keyed:
         return _keyed_python(ctx, node, sf, has_init, init, acc_t, carried)
     return _global_python(ctx, node, sf, has_init, init, acc_t, carried)
+
+
+def _in_tick_table(ctx: BatchCtx, node: n.Node) -> bool:
+    """Whether `placement.place` gave `node`'s state to a table the tick keeps on the executors."""
+    placed = ctx.stage.placement.of(node) if ctx.stage.placement is not None else None
+    return placed is not None and placed.tick_table
 
 
 def _old(ctx: BatchCtx, node: n.Node, carried: bool, has_init: bool, init: Any) -> tuple[bool, Any]:
@@ -229,10 +234,15 @@ def _distinct_values(sf: SFrame) -> list[Any]:
 
 def unique_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     """Elements never seen in an earlier batch (first occurrence within this batch): from
-    Spark's counts when the state is native, else through the driver's store."""
+    Spark's counts when the state is native, from the tick's table on the executors
+    (`tick_seen.py`), else through the driver's store."""
     seen = ctx.native_seen.get(id(node))
     if seen is not None:
         return unique_native(sf, seen)
+    if _in_tick_table(ctx, node):
+        from .tick_seen import unique
+
+        return unique(ctx, node, sf)
     distinct = _distinct_values(sf)  # (every form: the forms of one element are new together or not at all)
     t = TupleT((sf.kt, sf.vt)) if sf.kt is not None else sf.vt
     by_value = has_opaque(t)  # (an element equal to one seen in an earlier batch, in another form, is not new)
@@ -270,6 +280,10 @@ def enumerate_unbounded(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     seen = ctx.native_seen.get(id(node))
     if seen is not None:
         return enumerate_native(sf, seen)
+    if sf.keyed and _in_tick_table(ctx, node):
+        from .tick_seen import enumerate_keyed
+
+        return enumerate_keyed(ctx, node, sf)
     key = ctx.key(node)
     if not sf.keyed:
         idx = row_index(sf, [])

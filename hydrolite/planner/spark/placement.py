@@ -56,8 +56,9 @@ store, checkpointed and versioned by batch id (`keyed_state.py`). A deferred str
 keyed singleton (`defer_tick`, stream cycles) is the previous batch's rows: the executors
 write them as Parquet under the checkpoint and read them back, whatever the run option. A
 keyed aggregate whose input is no chain is folded by the tick into a Parquet table the
-executors keep (`tick_table.py`) when state may live there. Everything else stays on the
-driver; `Placement.why` says why, and `hydrolite plan` prints it.
+executors keep (`tick_table.py`) when state may live there, and a `unique()` / `keys()` /
+keyed `enumerate()` of such a stream keeps what it saw in one (`tick_seen.py`). Everything
+else stays on the driver; `Placement.why` says why, and `hydrolite plan` prints it.
 
 The rules are deliberately narrow: what is not placed on the executors runs exactly as
 before, so a program never gets a different answer from this choice, only a different cost.
@@ -84,6 +85,7 @@ from .placement_why import (
     EXECUTOR_AGGREGATES,
     JOIN_WHY,
     JOINS,
+    SEEN_WHY,
     TABLE_WHY,
     WHOLE,
     deferred_rows,
@@ -95,20 +97,9 @@ from .placement_why import (
 from .projection import IDENTITY
 from .region import Chain, ExecutorJoin, ExecutorLookup, ExecutorSeen, ExecutorState, Region
 from .stages import Plan, Stage, where
+from .tick_seen import placed_why as tick_seen_why
 from .tick_table import placed_why as tick_table_why
 
-#: where a stateful unique() / keys() / keyed enumerate() keeps what it saw, on the executors
-SEEN_WHY: dict[type[n.Node], str] = {
-    n.Unique: (
-        "partitioned by element (a keyed stream's: by (key, value) pair), fed per element: each element meets the "
-        "ones seen before under its own key, and the new ones return to the tick"
-    ),
-    n.Keys: "partitioned by key, fed per element: each key meets whether it was seen, and the new ones return to the tick",
-    n.Enumerate: (
-        "partitioned by key, fed per element: each key's indexes continue from its count, and the (index, element) "
-        "pairs return to the tick"
-    ),
-}
 #: per-element operators a chain may contain (run in Python by `hydrolite.kernels`)
 _ELEMENTWISE = (n.Map, n.Filter, n.FilterMap, n.FlatMap, n.IntoKeyed, n.Entries, n.Values)
 #: identity steps in a merged tick: the batch's delta passes through unchanged (a send is
@@ -142,7 +133,8 @@ class Placement:
         elif self.absorbed:
             home = "executors (the Spark state of the states it feeds)"
         elif self.tick_table:
-            home = "executors (a Parquet table under the query's checkpoint, folded by the tick)"
+            how = "folded" if isinstance(self.node, EXECUTOR_AGGREGATES) else "kept"
+            home = f"executors (a Parquet table under the query's checkpoint, {how} by the tick)"
         what = f"{self.node.op}() {where(self.node)}"
         if self.table is not None:
             what = f"the version of {what} read through channel {self.table}"
@@ -305,8 +297,10 @@ def place(
             seen = finder.seen_of(node)
             by_join = finder.joined(node) if isinstance(seen, str) and isinstance(node, _DISTINCT) else None
             seen = seen if by_join is None else by_join if isinstance(by_join, str) else ExecutorSeen(node, (), by_join)
-            if isinstance(seen, str):
-                placements.append(Placement(node, False, seen + not_native))
+            if isinstance(seen, str):  # (its input no chain: the tick's table, tick_seen.py)
+                table = id(node) in finder.unchained
+                why = tick_seen_why(seen) + held_note if table else seen + not_native
+                placements.append(Placement(node, table, why, tick_table=table))
             else:
                 seen_here.append(seen)
                 if isinstance(node, n.Enumerate):
@@ -394,7 +388,7 @@ class _Finder:
         self.tags = 0
         self.joins: dict[int, ExecutorJoin] = {}  # the query's joins kept per key on the executors
         self.enumerates: set[int] = set()  # its keyed enumerate()s kept per key on the executors
-        #: keyed aggregates read in the query whose input is no chain: the tick folds them (`tick_table.py`)
+        #: keyed states whose input is no chain: the tick keeps them (`tick_table.py`, `tick_seen.py`)
         self.unchained: set[int] = set()
 
     def _blocker(self) -> str | None:
@@ -468,7 +462,10 @@ class _Finder:
         if blocked is not None:
             return blocked
         chains = self.chains(node.children[0])
-        return chains if isinstance(chains, str) else ExecutorSeen(node, tuple(chains))
+        if isinstance(chains, str):
+            self.unchained.add(id(node))
+            return chains
+        return ExecutorSeen(node, tuple(chains))
 
     def _of_stream(self, x: n.Node) -> bool:
         """Whether `x` is a `unique()` of a stream, or `keys()` of a keyed stream: each element

@@ -16,6 +16,18 @@ from .stages import where
 #: aggregates whose keyed, carried state may live on the executors
 EXECUTOR_AGGREGATES = (n.Fold, n.Reduce, n.Count, n.First, n.Last)
 
+#: where a stateful unique() / keys() / keyed enumerate() keeps what it saw, on the executors
+SEEN_WHY: dict[type[n.Node], str] = {
+    n.Unique: (
+        "partitioned by element (a keyed stream's: by (key, value) pair), fed per element: each element meets the "
+        "ones seen before under its own key, and the new ones return to the tick"
+    ),
+    n.Keys: "partitioned by key, fed per element: each key meets whether it was seen, and the new ones return to the tick",
+    n.Enumerate: (
+        "partitioned by key, fed per element: each key's indexes continue from its count, and the (index, element) "
+        "pairs return to the tick"
+    ),
+}
 WHOLE = (
     "each version whole: the newest entry's rows, written as Parquet by the executors under <query>/state/blobs/; the "
     "driver keeps the path (channel_versions.latest_table)"
