@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import pickle
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pyspark.sql import SparkSession
 import hydrolite as hl
 from hydrolite import nondet
 from hydrolite.ir.graph import Flow
+from hydrolite.planner.spark.errors import UserFunctionError
 from hydrolite.planner.spark.feed import FeedWriter
 from hydrolite.planner.spark.placement import place_all
 from hydrolite.planner.spark.render import render_text
@@ -228,6 +230,54 @@ def test_deltas_cross_from_the_executors(spark: SparkSession, tmp_path: Path) ->
     assert [sorted(e) for e in _entries(resumed, "map")] == [["a", "b"], ["b"], ["c"]]
     report = verify_runner(resumed)
     assert report.identical, str(report)
+
+
+def halves_read_elsewhere(declared: bool) -> Flow:
+    """Tick `a` passes puts on; each key's sum of halves (an undeclared fold from `0`: its
+    values become floats), or the same fold declaring `acc_type=int | float`, is read by tick
+    `b`, another query."""
+    fb = hl.FlowBuilder("keyed-channel-halves")
+    p = fb.process(P)
+    a, b = p.tick(), p.tick()
+    puts = p.source("puts", tuple[str, int]).batch(a, ND).map(lambda kv: kv).all_ticks().into_keyed()
+    if declared:
+        table = puts.fold_commutative(0, lambda s, x: s + x / 2, acc_type=int | float)  # type: ignore[arg-type]
+    else:
+        table = puts.fold_commutative(0, lambda s, x: s + x / 2)  # type: ignore[arg-type]
+    gets = p.source("gets", str).batch(b, ND).map(lambda k: (k, 0)).into_keyed()
+    gets.lookup_keyed_singleton(table.snapshot(b, ND)).entries().map(lambda t: (t[0], t[1][1])).all_ticks().sink(
+        "answers"
+    )
+    return fb.finalize()
+
+
+def test_a_value_that_leaves_the_channels_type_fails_naming_the_fold(spark: SparkSession, tmp_path: Path) -> None:
+    """The channel carries the fold's values in the type its init gives (int); a value kept
+    as it is (`1.5`, pickled by the batch) that is not of that type fails naming the fold, the
+    value, the batch and `acc_type=` — before, Spark's analysis failed on a cast of the pickles
+    ("cannot cast BINARY to BIGINT"). Declared, the values cross pickled, each as it is."""
+    for declared in (False, True):
+        d = tmp_path / str(declared)
+        FeedWriter(str(d / "puts"), from_python(tuple[str, int])).send_many([("a", 3), ("b", 4)])
+        FeedWriter(str(d / "gets"), from_python(str)).send_many([])
+        runner = _runner(spark, d, halves_read_elsewhere(declared)).start()
+        try:
+            if not declared:
+                with pytest.raises(UserFunctionError) as err:
+                    runner.process_all_available()
+                text = str(err.value)
+                assert re.search(r"fold\(\) failed on element (1\.5|2\.0) in batch 0 of query", text), text
+                assert "the type it crosses to another query in (channel " in text and "acc_type=" in text, text
+                assert "test_keyed_channel.py" in text and err.value.batch_id == 0
+                continue
+            runner.process_all_available()
+            FeedWriter(str(d / "gets"), from_python(str)).send_many(["a", "b", "c"])
+            runner.process_all_available()
+        finally:
+            runner.stop()
+        got = _plain_answers(d / "answers")  # (declared `int | float`: each value pickled, as it is)
+        assert [repr(r) for r in got] == ["('a', 1.5)", "('b', 2.0)", "('c',)"], got
+        assert verify_runner(runner).identical
 
 
 def test_plan_says_where_the_table_lives() -> None:

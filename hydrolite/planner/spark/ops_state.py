@@ -161,7 +161,17 @@ def _keyed_algebra(
         updates[k] = merge(alg, acc, has, partials)
     ctx.state.put_many(ctx.key(node), updates, by_value)
     vt = acc_t if has_init else parts[0][1]
-    return KTable(sf.kt, vt, None, ctx.key(node), ctx.state, updates)
+    # merged in Python, each value as the simulator makes it: an init's type that the parts do
+    # not share (`0 + 0.5`) is a guess, so readers keep a value not of it as it is
+    declared = isinstance(node, n.Fold) and node.declared_acc()
+    guessed = has_init and not declared and any(t != _part_acc(alg, acc_t, i) for i, (_, t) in enumerate(parts))
+    return KTable(sf.kt, vt, None, ctx.key(node), ctx.state, updates, guessed=guessed)
+
+
+def _part_acc(alg: Algebra, acc_t: HType, i: int) -> HType:
+    """The accumulator type partial `i` of `alg` merges into (a component of a tuple's)."""
+    index = alg.parts[i].index
+    return acc_t.items[index] if alg.tuple_acc and isinstance(acc_t, TupleT) and index is not None else acc_t
 
 
 def merge_columns(alg: Algebra, parts: list[tuple[Column, HType]], has_init: bool, init: Any, acc_t: HType) -> Column:

@@ -17,7 +17,7 @@ from .exec import BatchCtx
 from .feed import FeedWriter, arrow_bytes, entry_table
 from .port_api import ValuesSink, collect_many
 from .ports import ChannelOutput, FileOutput, SinkCtx
-from .pyfn import map_in_arrow, reencode
+from .pyfn import ACC_TYPE_FIX, ONE_TYPE_FIX, FnSite, KindCheck, map_in_arrow, reencode
 from .run_support import record_sink_type
 from .stages import Channel
 from .types import NONE, OPAQUE, HType
@@ -116,20 +116,25 @@ class StageOutputs:
             sf = frame_of(self.runner.spark, [value.value] if value.present else [], vt)
         elif isinstance(value, SFrame):
             sf = value
-            # a channel without a declared type carries its values pickled (the reader cannot know them)
+            # a channel without a declared type carries its values pickled (the reader cannot know them);
+            # values kept pickled (a fold's that left its init's type) cross in the channel's type, exactly
             change: dict[str, tuple[HType, HType]] = {}
             for c, have, want in (("v", value.vt, vt), ("k", value.kt, kt)):
-                if want == OPAQUE and have is not None and have != OPAQUE:
-                    change[c] = (have, OPAQUE)
+                if have is not None and want is not None and have != want and OPAQUE in (have, want):
+                    change[c] = (have, want)
             if change:
                 base = value.df.select(*value.cols())
                 schema = T.StructType(
-                    [T.StructField(f.name, T.BinaryType(), True) if f.name in change else f for f in base.schema.fields]
+                    [
+                        T.StructField(f.name, change[f.name][1].spark(), True) if f.name in change else f
+                        for f in base.schema.fields
+                    ]
                 )
+                checks = {c: [self._channel_check(ch, batch_id, t)] for c, (_, t) in change.items() if t != OPAQUE}
                 sf = SFrame(
-                    map_in_arrow(base, reencode(change), schema),
-                    OPAQUE if "v" in change else value.vt,
-                    OPAQUE if "k" in change else value.kt,
+                    map_in_arrow(base, reencode(change, checks), schema),
+                    change["v"][1] if "v" in change else value.vt,
+                    change["k"][1] if "k" in change else value.kt,
                     value.order,
                 )
             sf = sf.with_df(sf.df.withColumn("v", F.col("v").cast(vt.spark())))
@@ -141,18 +146,31 @@ class StageOutputs:
         mirrors = self.runner.mirrors  # a checkpoint on a Hadoop file system: feed_mirror.py
         ChannelOutput(path).write(batch_id, sf, mirrors.get(path) if mirrors is not None else None, updated is not None)
 
+    def _channel_check(self, ch: Channel, batch_id: int, t: HType) -> KindCheck:
+        """Values the batch kept pickled, each as it is, that cross to another query in the
+        channel's type `t` (the type the program gives the node, e.g. a fold's from its
+        init): one that is not exactly of `t` (`66.0` where the init was `0`) fails naming the
+        operator, the value and the fix, rather than being converted or failing in Spark."""
+        node = ch.node
+        site = FnSite(node.op, node.site.file, node.site.line, batch_id, self.stage.name)
+        crossing = f"the type it crosses to another query in (channel {ch.name})"
+        fix = ACC_TYPE_FIX if isinstance(node, (n.Fold, n.Reduce)) else ONE_TYPE_FIX
+        return KindCheck(site, t, None, (crossing, fix))
+
     def _with_tombstones(self, sf: SFrame, updated: Val, key_change: tuple[HType, HType] | None, vt: HType) -> SFrame:
         """A delta entry's rows (`k`, `v`, `gone`): the channel's value, and a tombstone for
         each key of `updated` it lacks (a `filter` / `filter_map` dropped the key in this
         batch: the reader's version must lose it). Keys are compared as the channel writes
-        them (`key_change`: pickled, as the channel's own keys were)."""
+        them (`key_change`: re-encoded, as the channel's own keys were)."""
         if isinstance(updated, KTable):
             updated = table_frame(self.runner.spark, updated)
         if not isinstance(updated, SFrame) or not updated.keyed:
             raise SparkRunError(f"{type(updated).__name__}: the keys a state updated must be a keyed table")
         keys = updated.df.select("k")
-        if key_change is not None:
-            keys = map_in_arrow(keys, reencode({"k": key_change}), T.StructType([T.StructField("k", T.BinaryType())]))
+        if key_change is not None and updated.kt != key_change[1]:
+            assert updated.kt is not None
+            to = T.StructType([T.StructField("k", key_change[1].spark())])
+            keys = map_in_arrow(keys, reencode({"k": (updated.kt, key_change[1])}), to)
         kept = sf.df.select("k", "v", F.lit(False).alias("gone"))
         lost = keys.join(sf.df.select("k"), "k", "left_anti")  # (a state's batch value has each key once)
         tombstones = lost.select("k", F.lit(None).cast(vt.spark()).alias("v"), F.lit(True).alias("gone"))
