@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .stages import Plan
+from .state_homes import where
 from .upgrade import _matches, _NewState, _pair_queries, _pair_state, committed, read_record, state_type
 
 #: the homes a placement can be held to besides "native", and whether each is the executors'
@@ -63,14 +64,7 @@ def recorded_homes(plan: Plan, checkpoint: str, reset: Sequence[str] = ()) -> di
 
 def kept_why(home: str) -> str:
     """The reason `hydrolite plan` gives for a state held where its checkpoint keeps it."""
-    at = {
-        "driver": "on the driver",
-        "executors": "on the executors",
-        "history": "as its sides' history (Parquet)",
-        "parquet": "as Parquet",
-        "table": "as a Parquet table the tick folds",
-    }
     return (
-        f"kept {at.get(home, home)}, where the checkpoint keeps it (keyed_state='auto' leaves a resumed state where it "
+        f"kept {where(home)}, where the checkpoint keeps it (keyed_state='auto' leaves a resumed state where it "
         "is; moving it would start it empty: a new --checkpoint, or --reset-state, lets this run place it anew)"
     )

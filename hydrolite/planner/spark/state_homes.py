@@ -50,12 +50,13 @@ def home_of(stage: Stage, node: n.Node) -> str:
 
 
 def where(home: str) -> str:
-    """How a refusal says where a state of `home` lives."""
+    """How a refusal, or `hydrolite plan`, says where a state of `home` lives."""
     places = {
         "native": "in a native streaming aggregation",
         "history": "as Parquet history under the checkpoint",
         "table": "as a Parquet table under the checkpoint",
         "chains": "only with the states it feeds (none of its own)",
+        "parquet": "as Parquet under the query's state",
     }
     return places.get(home, f"on the {home}")
 
