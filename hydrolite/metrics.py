@@ -15,7 +15,9 @@ metric                                      labels      source
                                                         commit), or the checkpoint's on resume
 ``hydrolite_state_rows``                    query,      live keys of each stateful operator
                                             operator,   (driver: counted in its SQLite store;
-                                            placement   executors: Spark's ``numRowsTotal``)
+                                            placement   executors: Spark's ``numRowsTotal``;
+                                                        table: the rows of the Parquet table the
+                                                        tick keeps, from its files' footers)
 ``hydrolite_failures_total``                query       queries stopped by an error
 ``hydrolite_rejected_records_total``        query,port  records set aside by ``?onBadRecord=quarantine``
 ==========================================  ==========  ===========================================
@@ -104,6 +106,41 @@ def driver_state_rows(directory: str) -> dict[str, int]:
         db.close()
 
 
+_NEWEST_TABLE = "SELECT value FROM state WHERE node = ? AND key = ? ORDER BY version DESC LIMIT 1"
+
+
+def table_rows(directory: str, nodes: Iterable[str], spark: Any = None) -> dict[str, int]:
+    """Rows of the newest committed version of each tick table (`tick_table.py`,
+    `tick_seen.py`) kept under `nodes` in a query's driver store: the sum of its Parquet
+    files' row counts, from their footers (a table under a Hadoop file system: one Spark
+    count of its footers). A node without a version yet is left out."""
+    import pickle
+
+    import pyarrow.parquet as pq
+
+    from .planner.spark.ckfs import is_local, os_path
+
+    path = os.path.join(directory, "state.sqlite")
+    if not os.path.exists(path):
+        return {}
+    db = sqlite3.connect(path, timeout=30.0)
+    try:
+        found = {node: db.execute(_NEWEST_TABLE, (node, b"table")).fetchone() for node in nodes}
+    finally:
+        db.close()
+    out: dict[str, int] = {}
+    for node, row in found.items():
+        if row is None or row[0] is None:
+            continue
+        where = pickle.loads(row[0])[0]
+        if is_local(where):
+            parts = [f for f in os.listdir(os_path(where)) if f.endswith(".parquet")]
+            out[node] = sum(pq.read_metadata(os.path.join(os_path(where), f)).num_rows for f in parts)
+        elif spark is not None:
+            out[node] = int(spark.read.parquet(where).count())
+    return out
+
+
 @dataclass
 class _StateCount:
     batch: int  # the stage's last batch when counted
@@ -122,7 +159,11 @@ class _StateSizes:
         with self._lock:
             done = self._counted.get(name)
             if done is None or done.batch != batch:
-                done = _StateCount(batch, driver_state_rows(stage.store.directory))
+                rows = driver_state_rows(stage.store.directory)
+                placement = stage.stage.placement
+                tables = [stage.keys[id(p.node)] for p in placement.placements if p.tick_table] if placement else []
+                rows.update(table_rows(stage.store.directory, tables, stage.runner.spark))
+                done = _StateCount(batch, rows)
                 self._counted[name] = done
             return done.rows
 
@@ -322,9 +363,10 @@ class RunMetrics:
         driver = self._states.rows(s) if s.stage.stateful else {}
         for node in s.stage.stateful:
             where = placement.of(node) if placement is not None else None
-            if where is not None and where.executors:
-                continue  # counted by Spark's state operator below (a tick's Parquet table: not counted)
-            yield (s.stage.name, operator_label(node), "driver"), driver.get(s.keys[id(node)], 0)
+            if where is not None and where.tick_table:  # (its table's rows: `table_rows`)
+                yield (s.stage.name, operator_label(node), "table"), driver.get(s.keys[id(node)], 0)
+            elif where is None or not where.executors:  # (else counted by Spark's state operator below)
+                yield (s.stage.name, operator_label(node), "driver"), driver.get(s.keys[id(node)], 0)
         with self._lock:
             spark_ops = dict(self._spark[s.stage.name].state_rows or {})
         if placement is not None and (placement.region is not None or placement.native):

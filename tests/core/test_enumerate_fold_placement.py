@@ -122,11 +122,12 @@ def test_what_the_enumerates_pairs_saw_is_kept_by_the_enumerate(distinct: Callab
     [lambda e: e.values().unique(), lambda e: e.entries().map(lambda kv: (kv[1][1], kv[0])).unique()],
     ids=["values", "re-keying-map"],
 )
-def test_what_comes_from_two_keys_stays_on_the_driver_and_says_why(distinct: Callable[[Any], Any]) -> None:
+def test_what_comes_from_two_keys_is_the_ticks_table_and_says_why(distinct: Callable[[Any], Any]) -> None:
     """An element two keys may give (an (index, value) pair; a pair led by the value) is not
-    one group's to decide: the unique() stays on the driver saying why, the enumerate native."""
+    one group's to decide: the unique() keeps what it saw in the tick's table on the executors
+    (`tick_seen.py`; before, on the driver) saying why, the enumerate native."""
     found, enumerate_, _ = _seen_placed(distinct)
-    assert not found.executors and "the output of enumerate() " in found.why, found.why
+    assert found.tick_table and "the output of enumerate() " in found.why, found.why
     assert "may change the enumerate()'s key" in found.why or "loses the enumerate()'s key" in found.why
     assert enumerate_.native, enumerate_.why
 

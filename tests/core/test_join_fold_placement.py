@@ -113,7 +113,9 @@ def test_keeps_key_reads_the_one_expression_of_the_function() -> None:
 
 def test_a_unique_of_the_pairs_is_kept_by_the_join_only_while_its_elements_keep_the_key() -> None:
     """An element that may come from two join keys would be new to each key's group: such a
-    `unique()` is not kept by the join (`ExecutorSeen.joined`), and says why."""
+    `unique()` is not kept by the join (`ExecutorSeen.joined`), and says why; its input is no
+    chain, so the tick keeps what it saw in a table on the executors (`tick_seen.py`; before,
+    on the driver)."""
     flow = hl.FlowBuilder("seen")
     p = flow.process(P)
     pairs = p.source("xs", tuple[int, int]).join(p.source("ys", tuple[int, str]))
@@ -128,7 +130,7 @@ def test_a_unique_of_the_pairs_is_kept_by_the_join_only_while_its_elements_keep_
     kept, keys, rekeyed = (placed[k] for k in sorted(placed, key=lambda k: k[1]))
     for x in (kept, keys):
         assert x.executors and "kept by join()" in x.why, x.why
-    assert not rekeyed.executors and "may change the join's key" in rekeyed.why, rekeyed.why
+    assert rekeyed.tick_table and "may change the join's key" in rekeyed.why, rekeyed.why
     assert sorted(type(s.node).__name__ for s in stage.placement.region.seen if s.joined is not None) == [
         "Keys",
         "Unique",

@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 import hydrolite as hl
+from hydrolite.metrics import RunMetrics
 from hydrolite.planner.spark.faults import CrashOnce
 from hydrolite.planner.spark.feed import feed_end
 from hydrolite.planner.spark.runtime import FlowRunner
@@ -25,6 +26,7 @@ from hydrolite.planner.spark.state_homes import home_of
 from hydrolite.planner.spark.upgrade import PlanChangedError
 from hydrolite.planner.spark.verify import verify_runner
 from tests.spark.runs import feeds, json_batches, run_once
+from tests.spark.test_metrics import samples
 
 pytestmark = pytest.mark.spark
 
@@ -96,10 +98,10 @@ EXPECTED = {
 }
 
 
-def _run(spark: SparkSession, d: Path, keyed_state: str, upto: int = 4, **kw: Any) -> FlowRunner:
-    """One run over the feeds' first `upto` entries (appending those not written yet)."""
+def _runner(spark: SparkSession, d: Path, keyed_state: str, upto: int = 4, **kw: Any) -> FlowRunner:
+    """A runner over the feeds' first `upto` entries (appending those not written yet)."""
     given = {p: (t, None, GIVEN[p][feed_end(str(d / p)) : upto]) for p, t in TYPES.items()}
-    runner = FlowRunner(
+    return FlowRunner(
         build(),
         spark=spark,
         checkpoint=str(d / "ck"),
@@ -108,7 +110,10 @@ def _run(spark: SparkSession, d: Path, keyed_state: str, upto: int = 4, **kw: An
         keyed_state=keyed_state,
         **kw,
     )
-    return run_once(runner)
+
+
+def _run(spark: SparkSession, d: Path, keyed_state: str, upto: int = 4, **kw: Any) -> FlowRunner:
+    return run_once(_runner(spark, d, keyed_state, upto, **kw))
 
 
 def _outputs(d: Path) -> dict[str, dict[int, list[Any]]]:
@@ -125,7 +130,15 @@ def _homes(runner: FlowRunner) -> dict[str, str]:
 
 
 def test_what_a_computed_stream_saw_lives_in_the_ticks_table(spark: SparkSession, tmp_path: Path) -> None:
-    runner = _run(spark, tmp_path / "exec", "executors")
+    runner = _runner(spark, tmp_path / "exec", "executors")
+    metrics = RunMetrics(runner)
+    run_once(runner)
+    assert metrics.wait_for_end()
+    metrics.close()
+    # each table's rows at the end: 3 cities, 6 pairs, 6 words, 3 letters counted, 3 numbers
+    got = samples(metrics.text())
+    tables = [(dict(ls)["operator"].split("@")[0], v) for (name, ls), v in got.items() if ("placement", "table") in ls]
+    assert sorted(tables) == [("enumerate", 3), ("keys", 3), ("unique", 3), ("unique", 6), ("unique", 6)], got
     homes = _homes(runner)
     assert len(homes) == 5 and set(homes.values()) == {"table"}, homes
     for stage in runner.plan.stages:
