@@ -3,7 +3,9 @@ Spark's streaming aggregation (RocksDB, `native_state._unique_of`) vs the driver
 store (hydrolite before). With `--through-python` the elements first go through a Python
 function Spark cannot compute (a `map` / `filter` that changes nothing), so the native path
 cannot count them: then the executor region's processor (`region.ExecutorSeen`, Spark's
-state store per element or key, `keyed_state="executors"`) vs the driver's store.
+state store per element or key, `keyed_state="executors"`) vs the driver's store. With
+`--unchained` they go through two `flat_map()`s (each element once), so no chain reaches the
+state either: then the tick's Parquet table on the executors (`tick_seen.py`) vs the driver's store.
 
 One program — `source("xs", int).unique().sink("new")`, or with `--op enumerate`
 `keyed_source("xs", int, int).enumerate().entries().sink("new")`, or with `--op
@@ -22,6 +24,7 @@ carries its index within its key over all batches.
     python benchmarks/bench_unique.py --rows 1000000 --elements 3000000 --repeat 1
     python benchmarks/bench_unique.py --op enumerate         # the same rows as keys, each value its row number
     python benchmarks/bench_unique.py --through-python [--op enumerate]   # executor region vs driver
+    python benchmarks/bench_unique.py --unchained [--op enumerate]   # the tick's table vs driver
     python benchmarks/bench_unique.py --op distinct-per-key    # executor region vs driver
     python benchmarks/bench_unique.py --op enumerate-fold      # executor region vs driver
     python benchmarks/bench_unique.py --hydrolite-src /tmp/clone   # hydrolite from another checkout
@@ -51,16 +54,21 @@ class Reader:
     """Tag of the process that reads the elements."""
 
 
-def build(op: str, python: bool = False) -> Any:
+def build(op: str, python: bool = False, unchained: bool = False) -> Any:
     """The program; with `python`, its elements go through a function the native path cannot
-    compute first (`abs` of values that are never negative; a filter keeping every value)."""
+    compute first (`abs` of values that are never negative; a filter keeping every value);
+    with `unchained`, through two `flat_map()`s giving each element once (no chain)."""
     import hydrolite as hl
 
     flow = hl.FlowBuilder("bench_unique")
     reader = flow.process(Reader)
     if op == "enumerate":
         ks = reader.keyed_source("xs", int, int)
-        (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
+        if unchained:
+            twice = ks.entries().flat_map_ordered(lambda kv: [kv]).flat_map_ordered(lambda kv: [kv])
+            twice.into_keyed().enumerate().entries().sink("new")
+        else:
+            (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
     elif op in ("distinct-per-key", "enumerate-fold"):
         ks, tick = reader.keyed_source("xs", int, int), reader.tick()
         nd = hl.nondet("bench: each micro-batch asks for the keys it touched")
@@ -72,6 +80,8 @@ def build(op: str, python: bool = False) -> Any:
         asked.lookup_keyed_singleton(counts).entries().map(lambda e: (e[0], e[1][1])).all_ticks().sink("new")
     else:
         xs = reader.source("xs", int)
+        if unchained:
+            xs = xs.flat_map_ordered(lambda x: [x]).flat_map_ordered(lambda x: [x])
         (xs.map(abs) if python else xs).unique().sink("new")
     return flow.finalize()
 
@@ -118,14 +128,21 @@ def write_inputs(d: str, batches: int, rows: int, elements: int, op: str = "uniq
 
 
 def run(
-    spark: Any, inp: str, out: str, keyed_state: str, first: dict[int, int], op: str = "unique", python: bool = False
+    spark: Any,
+    inp: str,
+    out: str,
+    keyed_state: str,
+    first: dict[int, int],
+    op: str = "unique",
+    python: bool = False,
+    unchained: bool = False,
 ) -> tuple[float, int, str]:
     from pyspark.sql import functions as F
 
     from hydrolite.planner.spark.runtime import FlowRunner
 
     runner = FlowRunner(
-        build(op, python),
+        build(op, python, unchained),
         spark=spark,
         checkpoint=os.path.join(out, "ck"),
         inputs={"xs": f"parquet:{inp}?maxFilesPerTrigger=1"},
@@ -154,7 +171,9 @@ def run(
         assert len(written) == len(first), f"{len(written)} elements written, {len(first)} distinct sent"
     for value, got in written[:: max(1, len(written) // 20_000)]:  # a sample: the check runs here
         assert first[value] == got, (value, got, first[value])
-    home = "native" if placed.native else "executors" if placed.executors else "driver"
+    home = (
+        "native" if placed.native else "table" if placed.tick_table else "executors" if placed.executors else "driver"
+    )
     return elapsed, grew, f"{home}: {placed.why[:60]}"
 
 
@@ -166,6 +185,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--op", choices=("unique", "enumerate", "distinct-per-key", "enumerate-fold"), default="unique")
     ap.add_argument("--through-python", action="store_true", help="elements through a Python function first")
+    ap.add_argument("--unchained", action="store_true", help="elements through two flat_map()s (unique, enumerate)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--hydrolite-src", default=ROOT)
     args = ap.parse_args()
@@ -180,21 +200,26 @@ def main() -> None:
         total = args.batches * args.rows
         warm = os.path.join(base, "warm")
         warm_first = write_inputs(warm, 2, 1000, 1500, args.op)
-        first_mode = "executors" if args.through_python or args.op in ("distinct-per-key", "enumerate-fold") else "auto"
+        executors = args.through_python or args.unchained or args.op in ("distinct-per-key", "enumerate-fold")
+        first_mode = "executors" if executors else "auto"
         modes = (first_mode, "driver")
         for ks in modes:
-            run(spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op, args.through_python)
+            run(
+                spark, warm, os.path.join(base, f"w-{ks}"), ks, warm_first, args.op, args.through_python, args.unchained
+            )
         times: dict[str, list[float]] = {k: [] for k in modes}
         grew: dict[str, list[int]] = {k: [] for k in modes}
         for i in range(args.repeat):
             for ks in modes:
-                t, g, how = run(spark, inp, os.path.join(base, f"{ks}{i}"), ks, first, args.op, args.through_python)
+                out = os.path.join(base, f"{ks}{i}")
+                t, g, how = run(spark, inp, out, ks, first, args.op, args.through_python, args.unchained)
                 times[ks].append(t)
                 grew[ks].append(g)
                 print(f"round {i}: {ks:9} {t:7.1f} s, driver peak RSS +{g / 1024:,.0f} MB  ({how})", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
         what = {"unique": "distinct elements", "enumerate": "rows"}.get(args.op, "answers") + " (keys drawn from"
         through = ", through a Python function" if args.through_python else ""
+        through += ", through two flat_map()s" if args.unchained else ""
         print(
             f"{args.op}{through}: {total:,} rows, {len(first):,} {what} {args.elements:,}), {args.batches} batches, "
             f"{args.master}"
