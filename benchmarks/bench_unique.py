@@ -65,8 +65,7 @@ def build(op: str, python: bool = False, unchained: bool = False) -> Any:
     if op == "enumerate":
         ks = reader.keyed_source("xs", int, int)
         if unchained:
-            twice = ks.entries().flat_map_ordered(lambda kv: [kv]).flat_map_ordered(lambda kv: [kv])
-            twice.into_keyed().enumerate().entries().sink("new")
+            ks.flat_map_ordered(lambda v: [v]).flat_map_ordered(lambda v: [v]).enumerate().entries().sink("new")
         else:
             (ks.filter(lambda v: v % 1 == 0) if python else ks).enumerate().entries().sink("new")
     elif op in ("distinct-per-key", "enumerate-fold"):

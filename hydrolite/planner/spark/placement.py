@@ -278,9 +278,8 @@ def place(
         if not executors_ and not join:
             # a state no option moves says its own reason; one the option kept from the native
             # path (a count of occurrences it could have taken) says the option
-            moot = not keyed_aggregate
-            if moot and not native_here and isinstance(node, OCCURRENCES):
-                moot = isinstance(native_of(node, finder.inputs, finder.users, finder._blocker()), str)
+            # (a stream's unique() / keys() / keyed enumerate() has an executor home whatever its input)
+            moot = not keyed_aggregate and not (occurrences and not _one_count(node))
             why = why_here if moved else (not_partitioned(node) or why_driver) if moot else why_driver
             placements.append(Placement(node, False, why + not_native))
             continue
@@ -293,7 +292,7 @@ def place(
                 why = JOIN_WHY[type(node)] + marks_why((side.left, side.right))
                 placements.append(Placement(node, True, why + held_note))
             continue
-        if isinstance(node, OCCURRENCES) and (node.children[0].meta.kind.keyed or not isinstance(node, n.Enumerate)):
+        if isinstance(node, OCCURRENCES) and not _one_count(node):
             seen = finder.seen_of(node)
             by_join = finder.joined(node) if isinstance(seen, str) and isinstance(node, _DISTINCT) else None
             seen = seen if by_join is None else by_join if isinstance(by_join, str) else ExecutorSeen(node, (), by_join)
@@ -369,6 +368,11 @@ def place(
         else None
     )
     return StagePlacement(region, tuple(placements), tuple(natives))
+
+
+def _one_count(node: n.Node) -> bool:
+    """Whether `node` is an `enumerate()` of an unkeyed stream: one count, nothing to partition."""
+    return isinstance(node, n.Enumerate) and not node.children[0].meta.kind.keyed
 
 
 def _history_placement(node: n.Join | n.CrossProduct, because: str) -> Placement:
