@@ -130,6 +130,9 @@ def _homes(runner: FlowRunner) -> dict[str, str]:
 
 
 def test_what_a_computed_stream_saw_lives_in_the_ticks_table(spark: SparkSession, tmp_path: Path) -> None:
+    """Under `executors` all five states are the tick's tables (home `table`, counted by the
+    state-rows metric) and answer every batch as worked by hand, as the simulator's replay
+    and as the driver's store does."""
     runner = _runner(spark, tmp_path / "exec", "executors")
     metrics = RunMetrics(runner)
     run_once(runner)
