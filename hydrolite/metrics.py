@@ -41,6 +41,7 @@ Spark operator's name.
 from __future__ import annotations
 
 import os
+import pickle
 import sqlite3
 import threading
 import time
@@ -114,8 +115,6 @@ def table_rows(directory: str, nodes: Iterable[str], spark: Any = None) -> dict[
     `tick_seen.py`) kept under `nodes` in a query's driver store: the sum of its Parquet
     files' row counts, from their footers (a table under a Hadoop file system: one Spark
     count of its footers). A node without a version yet is left out."""
-    import pickle
-
     import pyarrow.parquet as pq
 
     from .planner.spark.ckfs import is_local, os_path

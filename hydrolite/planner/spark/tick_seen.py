@@ -31,11 +31,12 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ...ir import nodes as n
+from .by_value import row_index
 from .channel_versions import keep_table, kept_table
 from .exec import BatchCtx
 from .grouping import group_bytes
@@ -84,8 +85,7 @@ def unique(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     ctx.note_fn(node, "arrow (equality bytes; what it saw: the tick's Parquet table on the executors)")
     rows = _grouped(sf, by_key=False)
     if sf.order:
-        first_in_batch = Window.partitionBy("_g").orderBy(*sf.order)
-        rows = rows.withColumn("_i", F.row_number().over(first_in_batch)).filter(F.col("_i") == 1).drop("_i")
+        rows = rows.withColumn("_i", row_index(sf, ["_g"])).filter(F.col("_i") == 0).drop("_i")
     else:
         rows = rows.dropDuplicates(["_g"])
     seen = kept_table(ctx.spark, ctx.state, key)
@@ -101,8 +101,7 @@ def enumerate_keyed(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
     key = ctx.key(node)
     ctx.note_fn(node, "arrow (equality bytes; counts: the tick's Parquet table on the executors)")
     rows = _grouped(sf, by_key=True)
-    order = [F.col(c) for c in sf.order] or [F.col("v")]
-    rows = rows.withColumn("_i", F.row_number().over(Window.partitionBy("_g").orderBy(*order)) - 1)
+    rows = rows.withColumn("_i", row_index(sf, ["_g"]))
     counts = kept_table(ctx.spark, ctx.state, key)
     counts = _empty(ctx, T.StructField("n", T.LongType(), True)) if counts is None else counts
     old = counts.alias("old")
@@ -118,9 +117,8 @@ def enumerate_keyed(ctx: BatchCtx, node: n.Node, sf: SFrame) -> SFrame:
         key,
         both.select(F.coalesce(F.col("new.g"), F.col("old.g")).alias("g"), total.cast("long").alias("n")),
     )
-    out = SFrame(indexed.select(*sf.order, "k", "v", "_idx"), sf.vt, sf.kt, sf.order)
     pair = F.struct(F.col("_idx").alias("_1"), F.col("v").alias("_2"))
-    return SFrame(out.df.select(*sf.order, "k", pair.alias("v")), TupleT((Prim(int), sf.vt)), sf.kt, sf.order)
+    return SFrame(indexed.select(*sf.order, "k", pair.alias("v")), TupleT((Prim(int), sf.vt)), sf.kt, sf.order)
 
 
 def placed_why(reason: str) -> str:
